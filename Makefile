@@ -1,0 +1,39 @@
+# Set-up and checks. `make demo` and `make test` do everything on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean venv
+
+$(PY):
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ksched simulate examples/cluster --seed 1
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check src tests
+
+test: $(TEST_STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(PY) -m pytest -n 2 --dist loadfile
+
+bench: $(STAMP)
+	$(VENV)/bin/ksched bench --all
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,191 @@
+"""Loading manifests: multi-document YAML (C loader) and JSON, ``kind: List``, files and
+directories, ``kubectl get ... -o yaml`` dumps.
+
+Every problem is reported with where it is (file, document index, kind/name, field path); a
+caller decides whether to go on. Nothing is half-loaded: :func:`load_manifests` returns the
+valid objects and the errors separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ksched.api.kinds import UnknownKindError, kind_class
+from ksched.api.meta import KubeObject
+from ksched.api.validation import validate
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+__all__ = ["LoadError", "LoadResult", "Manifest", "iter_manifest_files", "load_manifests", "parse_documents"]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(slots=True)
+class Manifest:
+    """One object document and where it came from."""
+
+    raw: dict[str, Any]
+    source: str
+    index: int  # document index in the file (0-based); List items share their List's index
+    item: int | None = None  # index inside a kind: List
+
+    @property
+    def where(self) -> str:
+        s = f"{self.source}[{self.index}]"
+        if self.item is not None:
+            s += f".items[{self.item}]"
+        return s
+
+    @property
+    def ref(self) -> str:
+        md = self.raw.get("metadata") if isinstance(self.raw.get("metadata"), dict) else {}
+        name = md.get("name") or md.get("generateName") or "<unnamed>"
+        ns = md.get("namespace")
+        kind = self.raw.get("kind") or "<no kind>"
+        return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+@dataclass(slots=True)
+class LoadError:
+    """A problem with a file or a document: ``file[doc] Kind ns/name: path: message``."""
+
+    source: str
+    message: str
+    index: int | None = None
+    ref: str = ""
+    path: str = ""
+
+    def __str__(self) -> str:
+        where = self.source if self.index is None else f"{self.source}[{self.index}]"
+        parts = [where]
+        if self.ref:
+            parts.append(self.ref)
+        msg = f"{self.path}: {self.message}" if self.path else self.message
+        return f"{': '.join(parts)}: {msg}"
+
+
+@dataclass(slots=True)
+class LoadResult:
+    objects: list[KubeObject] = field(default_factory=list)
+    manifests: list[Manifest] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+
+
+def iter_manifest_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Files named on the command line, and manifest files under directories (sorted)."""
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.endswith(MANIFEST_SUFFIXES) and not f.startswith("."):
+                        yield Path(root) / f
+        else:
+            yield path
+
+
+def parse_documents(text: str, source: str) -> tuple[list[Manifest], list[LoadError]]:
+    """Split a file's text into object documents, flattening ``kind: List``."""
+    docs: list[Any]
+    errors: list[LoadError] = []
+    stripped = text.lstrip()
+    if source.endswith(".json") or stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+            docs = data if isinstance(data, list) else [data]
+        except json.JSONDecodeError:
+            docs = []
+            try:
+                docs = list(yaml.load_all(text, Loader=_Loader))
+            except yaml.YAMLError as e:
+                return [], [LoadError(source, f"invalid JSON/YAML: {_yaml_msg(e)}")]
+    else:
+        docs = []
+        try:
+            for d in yaml.load_all(text, Loader=_Loader):
+                docs.append(d)
+        except yaml.YAMLError as e:
+            errors.append(LoadError(source, f"invalid YAML: {_yaml_msg(e)}", index=len(docs)))
+            # Documents before the broken one are still reported, never silently used.
+    out: list[Manifest] = []
+    for i, d in enumerate(docs):
+        if d is None:
+            continue
+        if not isinstance(d, dict):
+            errors.append(LoadError(source, f"expected an object, got {type(d).__name__}", index=i))
+            continue
+        kind = d.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in d:
+            items = d.get("items")
+            if not isinstance(items, list):
+                errors.append(LoadError(source, "items must be a list", index=i, ref=str(kind), path="items"))
+                continue
+            for j, it in enumerate(items):
+                if not isinstance(it, dict):
+                    errors.append(LoadError(source, "expected an object", index=i, path=f"items[{j}]"))
+                    continue
+                out.append(Manifest(it, source, i, j))
+        else:
+            out.append(Manifest(d, source, i))
+    return out, errors
+
+
+def _yaml_msg(e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)
+
+
+def load_manifests(paths: Iterable[str | os.PathLike[str]], validate_objects: bool = True) -> LoadResult:
+    """Read, split, validate and parse every manifest under ``paths``."""
+    res = LoadResult()
+    for f in iter_manifest_files(paths):
+        src = str(f)
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            res.errors.append(LoadError(src, f"cannot read: {e}"))
+            continue
+        manifests, errs = parse_documents(text, src)
+        res.errors.extend(errs)
+        for m in manifests:
+            obj, merrs = build_object(m, validate_objects)
+            if merrs:
+                res.errors.extend(merrs)
+            elif obj is not None:
+                res.objects.append(obj)
+                res.manifests.append(m)
+    return res
+
+
+def build_object(m: Manifest, validate_objects: bool = True) -> tuple[KubeObject | None, list[LoadError]]:
+    raw = m.raw
+    idx = m.index
+    ref = m.ref
+    item_prefix = f"items[{m.item}]." if m.item is not None else ""
+    try:
+        cls = kind_class(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
+    except UnknownKindError as e:
+        return None, [LoadError(m.source, str(e), idx, ref, f"{item_prefix}kind")]
+    if validate_objects:
+        ferrs = validate(raw)
+        if ferrs:
+            return None, [LoadError(m.source, fe.message, idx, ref, item_prefix + fe.path) for fe in ferrs]
+    try:
+        return cls.from_dict(raw), []
+    except (ValueError, TypeError, AttributeError) as e:
+        return None, [LoadError(m.source, f"cannot parse: {e}", idx, ref, item_prefix.rstrip("."))]

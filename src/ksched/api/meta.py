@@ -1,0 +1,122 @@
+"""Object metadata and the base of every typed Kubernetes object.
+
+Every object keeps the manifest it was parsed from (``raw``), so nothing a user wrote is lost
+on a round trip; the typed attributes are a read-only view of it.  Objects are immutable once
+stored: a change produces a new object (``with_raw``), as informer caches in Go are read-only.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Self
+
+__all__ = ["KubeObject", "OwnerReference", "format_time", "parse_time"]
+
+
+def parse_time(v: Any) -> float | None:
+    """RFC 3339 timestamp -> seconds since the epoch (None when absent or unparsable)."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, datetime):
+        return v.replace(tzinfo=v.tzinfo or UTC).timestamp()
+    try:
+        return datetime.fromisoformat(str(v)).timestamp()
+    except ValueError:
+        return None
+
+
+def format_time(t: float) -> str:
+    """Seconds since the epoch -> RFC 3339 (``2024-01-02T03:04:05Z``), as metav1.Time marshals."""
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(t: float) -> str:
+    """Seconds since the epoch -> RFC 3339 with microseconds, as metav1.MicroTime marshals."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class OwnerReference:
+    __slots__ = ("api_version", "controller", "kind", "name", "uid")
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.api_version: str = d.get("apiVersion", "")
+        self.kind: str = d.get("kind", "")
+        self.name: str = d.get("name", "")
+        self.uid: str = d.get("uid", "")
+        self.controller: bool = bool(d.get("controller", False))
+
+
+class KubeObject:
+    """Common metadata of all kinds. Subclasses set KIND, API_VERSION, PLURAL, NAMESPACED."""
+
+    KIND: ClassVar[str] = ""
+    API_VERSION: ClassVar[str] = "v1"
+    PLURAL: ClassVar[str] = ""
+    NAMESPACED: ClassVar[bool] = True
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
+
+    __slots__ = (
+        "annotations",
+        "creation_timestamp",
+        "deletion_grace_period_seconds",
+        "deletion_timestamp",
+        "finalizers",
+        "generation",
+        "labels",
+        "name",
+        "namespace",
+        "owner_references",
+        "raw",
+        "resource_version",
+        "uid",
+    )
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        md = raw.get("metadata") or {}
+        self.name: str = md.get("name") or ""
+        self.namespace: str = (md.get("namespace") or "") if self.NAMESPACED else ""
+        self.uid: str = md.get("uid") or ""
+        self.resource_version: str = str(md.get("resourceVersion") or "")
+        self.labels: dict[str, str] = md.get("labels") or {}
+        self.annotations: dict[str, str] = md.get("annotations") or {}
+        self.creation_timestamp: float | None = parse_time(md.get("creationTimestamp"))
+        self.deletion_timestamp: float | None = parse_time(md.get("deletionTimestamp"))
+        self.deletion_grace_period_seconds: int | None = md.get("deletionGracePeriodSeconds")
+        self.generation: int = int(md.get("generation") or 0)
+        self.finalizers: list[str] = md.get("finalizers") or []
+        refs = md.get("ownerReferences")
+        self.owner_references: tuple[OwnerReference, ...] = (
+            tuple(OwnerReference(r) for r in refs) if refs else ())
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Self:
+        return cls(raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest (shared, do not mutate; use ``deepcopy`` for a private copy)."""
+        return self.raw
+
+    def deepcopy_raw(self) -> dict[str, Any]:
+        return copy.deepcopy(self.raw)
+
+    def with_raw(self, raw: dict[str, Any]) -> Self:
+        """A new object of the same kind from a changed manifest."""
+        return type(self)(raw)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` (or ``name`` for cluster-scoped kinds), as cache.MetaNamespaceKeyFunc."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def controller_ref(self) -> OwnerReference | None:
+        for r in self.owner_references:
+            if r.controller:
+                return r
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r}, rv={self.resource_version!r})"

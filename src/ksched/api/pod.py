@@ -1,0 +1,220 @@
+"""Pod, as the scheduler reads it."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ksched.api.affinity import Affinity
+from ksched.api.labels import LabelSelector, Requirement
+from ksched.api.meta import KubeObject, parse_time
+from ksched.api.quantity import milli_value, value
+from ksched.api.taints import Toleration
+
+__all__ = [
+    "Container",
+    "ContainerPort",
+    "Pod",
+    "TopologySpreadConstraint",
+    "Volume",
+    "resource_units",
+]
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+PHASE_PENDING = "Pending"
+PHASE_RUNNING = "Running"
+PHASE_SUCCEEDED = "Succeeded"
+PHASE_FAILED = "Failed"
+
+
+def resource_units(name: str, q: Any) -> int:
+    """A quantity in the scheduler's integer units: CPU in milli-units, everything else in base
+    units (bytes, counts), both rounded up."""
+    return milli_value(q) if name == CPU else value(q)
+
+
+def _resource_map(d: Any) -> dict[str, int]:
+    if not d:
+        return {}
+    return {k: resource_units(k, v) for k, v in d.items()}
+
+
+class ContainerPort:
+    __slots__ = ("container_port", "host_ip", "host_port", "name", "protocol")
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.name: str = d.get("name") or ""
+        self.container_port: int = int(d.get("containerPort") or 0)
+        self.host_port: int = int(d.get("hostPort") or 0)
+        self.protocol: str = d.get("protocol") or "TCP"
+        self.host_ip: str = d.get("hostIP") or ""
+
+
+class Container:
+    __slots__ = ("image", "limits", "name", "ports", "requests", "restart_policy")
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.name: str = d.get("name") or ""
+        self.image: str = d.get("image") or ""
+        res = d.get("resources") or {}
+        self.requests: dict[str, int] = _resource_map(res.get("requests"))
+        self.limits: dict[str, int] = _resource_map(res.get("limits"))
+        # API defaulting: a limit without a request defaults the request to the limit.
+        for k, v in self.limits.items():
+            if k not in self.requests:
+                self.requests[k] = v
+        self.ports: tuple[ContainerPort, ...] = tuple(ContainerPort(p) for p in d.get("ports") or ())
+        self.restart_policy: str = d.get("restartPolicy") or ""
+
+    @property
+    def is_sidecar(self) -> bool:
+        """A restartable init container (``restartPolicy: Always``)."""
+        return self.restart_policy == "Always"
+
+
+class Volume:
+    """A pod volume; ``claim_name`` is set for PVC and generic ephemeral volumes."""
+
+    __slots__ = ("claim_name", "ephemeral", "name", "raw")
+
+    def __init__(self, d: dict[str, Any], pod_name: str) -> None:
+        self.raw = d
+        self.name: str = d.get("name") or ""
+        pvc = d.get("persistentVolumeClaim")
+        self.ephemeral = "ephemeral" in d and d["ephemeral"] is not None
+        if pvc:
+            self.claim_name: str = pvc.get("claimName") or ""
+        elif self.ephemeral:
+            # Generic ephemeral volumes: the PVC is named <pod name>-<volume name>.
+            self.claim_name = f"{pod_name}-{self.name}"
+        else:
+            self.claim_name = ""
+
+
+class TopologySpreadConstraint:
+    __slots__ = (
+        "label_selector",
+        "match_label_keys",
+        "max_skew",
+        "min_domains",
+        "node_affinity_policy",
+        "node_taints_policy",
+        "topology_key",
+        "when_unsatisfiable",
+    )
+
+    def __init__(self, d: dict[str, Any], pod_labels: dict[str, str]) -> None:
+        self.max_skew: int = int(d.get("maxSkew") or 0)
+        self.topology_key: str = d.get("topologyKey") or ""
+        self.when_unsatisfiable: str = d.get("whenUnsatisfiable") or "DoNotSchedule"
+        sel = LabelSelector.from_dict(d.get("labelSelector"))
+        self.match_label_keys: tuple[str, ...] = tuple(d.get("matchLabelKeys") or ())
+        extra = tuple(Requirement(k, "In", (pod_labels[k],)) for k in self.match_label_keys if k in pod_labels)
+        if extra and not sel.is_nothing():
+            sel = LabelSelector(sel.requirements + extra)
+        self.label_selector = sel
+        md = d.get("minDomains")
+        self.min_domains: int = int(md) if md is not None else 1
+        self.node_affinity_policy: str = d.get("nodeAffinityPolicy") or "Honor"
+        self.node_taints_policy: str = d.get("nodeTaintsPolicy") or "Ignore"
+
+
+class Pod(KubeObject):
+    KIND: ClassVar[str] = "Pod"
+    PLURAL: ClassVar[str] = "pods"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("po",)
+
+    __slots__ = (
+        "_cache",
+        "affinity",
+        "conditions",
+        "containers",
+        "host_network",
+        "init_containers",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "overhead",
+        "phase",
+        "pod_level_requests",
+        "preemption_policy",
+        "priority",
+        "priority_class_name",
+        "scheduler_name",
+        "scheduling_gates",
+        "start_time",
+        "termination_grace_period_seconds",
+        "tolerations",
+        "topology_spread_constraints",
+        "volumes",
+    )
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        super().__init__(raw)
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.node_name: str = spec.get("nodeName") or ""
+        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        self.node_selector: dict[str, str] = spec.get("nodeSelector") or {}
+        aff = spec.get("affinity")
+        self.affinity: Affinity | None = Affinity(aff, self.namespace, self.labels) if aff else None
+        self.tolerations: tuple[Toleration, ...] = tuple(
+            Toleration.from_dict(t) for t in spec.get("tolerations") or ())
+        self.topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = tuple(
+            TopologySpreadConstraint(c, self.labels) for c in spec.get("topologySpreadConstraints") or ())
+        prio = spec.get("priority")
+        self.priority: int = int(prio) if prio is not None else 0
+        self.priority_class_name: str = spec.get("priorityClassName") or ""
+        self.preemption_policy: str = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+        self.scheduling_gates: tuple[str, ...] = tuple(
+            g.get("name", "") for g in spec.get("schedulingGates") or ())
+        self.volumes: tuple[Volume, ...] = tuple(Volume(v, self.name) for v in spec.get("volumes") or ())
+        self.containers: tuple[Container, ...] = tuple(Container(c) for c in spec.get("containers") or ())
+        self.init_containers: tuple[Container, ...] = tuple(
+            Container(c) for c in spec.get("initContainers") or ())
+        self.overhead: dict[str, int] = _resource_map(spec.get("overhead"))
+        pod_res = spec.get("resources") or {}
+        plr = _resource_map(pod_res.get("requests"))
+        for k, v in _resource_map(pod_res.get("limits")).items():
+            plr.setdefault(k, v)
+        self.pod_level_requests: dict[str, int] = plr
+        tgps = spec.get("terminationGracePeriodSeconds")
+        self.termination_grace_period_seconds: int = int(tgps) if tgps is not None else 30
+        self.host_network: bool = bool(spec.get("hostNetwork", False))
+        self.phase: str = status.get("phase") or PHASE_PENDING
+        self.conditions: list[dict[str, Any]] = status.get("conditions") or []
+        self.nominated_node_name: str = status.get("nominatedNodeName") or ""
+        self.start_time: float | None = parse_time(status.get("startTime"))
+        self._cache: dict[str, Any] | None = None
+
+    # ---- derived values, computed once per object --------------------------------------
+
+    def cached(self) -> dict[str, Any]:
+        """A per-object scratch dict for derived values (requests, QoS, …)."""
+        c = self._cache
+        if c is None:
+            c = self._cache = {}
+        return c
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in (PHASE_SUCCEEDED, PHASE_FAILED)
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    def condition(self, ctype: str) -> dict[str, Any] | None:
+        for c in self.conditions:
+            if c.get("type") == ctype:
+                return c
+        return None
+
+    def host_ports(self) -> list[ContainerPort]:
+        """Container ports with a hostPort (init containers included, as upstream)."""
+        out = [p for c in self.containers for p in c.ports if p.host_port > 0]
+        out.extend(p for c in self.init_containers for p in c.ports if p.host_port > 0)
+        return out

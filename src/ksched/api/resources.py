@@ -1,0 +1,169 @@
+"""Pod resource math as upstream computes it: effective requests, non-zero requests for
+scoring, and the QoS class."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ksched.api.pod import CPU, MEMORY, Container, Pod, resource_units
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "QOS_BEST_EFFORT",
+    "QOS_BURSTABLE",
+    "QOS_GUARANTEED",
+    "is_extended_resource",
+    "is_hugepages",
+    "is_scalar_resource",
+    "pod_non_zero_requests",
+    "pod_requests",
+    "qos_class",
+]
+
+DEFAULT_MILLI_CPU_REQUEST = 100  # 0.1 core
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # 200 MiB
+
+QOS_GUARANTEED = "Guaranteed"
+QOS_BURSTABLE = "Burstable"
+QOS_BEST_EFFORT = "BestEffort"
+
+_NATIVE = frozenset(("cpu", "memory", "ephemeral-storage", "pods", "storage"))
+_POD_LEVEL = frozenset(("cpu", "memory"))
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_native(name: str) -> bool:
+    """A resource in the ``kubernetes.io`` domain (no domain, or ``*.kubernetes.io/``)."""
+    if "/" not in name:
+        return True
+    return name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def is_extended_resource(name: str) -> bool:
+    """``domain/name`` outside ``kubernetes.io`` and not ``requests.*`` (upstream's
+    IsExtendedResourceName)."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    return True
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Tracked in NodeInfo's ScalarResources: hugepages, extended and attachable-volume resources."""
+    return is_hugepages(name) or is_extended_resource(name) or name.startswith("attachable-volumes-")
+
+
+def _add(into: dict[str, int], r: dict[str, int]) -> None:
+    for k, v in r.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max_into(into: dict[str, int], r: dict[str, int]) -> None:
+    for k, v in r.items():
+        if v > into.get(k, 0):
+            into[k] = v
+
+
+def _requests(containers: Iterable[Container], init_containers: Iterable[Container],
+              per_container: object) -> dict[str, int]:
+    reqs: dict[str, int] = {}
+    for c in containers:
+        _add(reqs, per_container(c))  # type: ignore[operator]
+    init_max: dict[str, int] = {}
+    sidecars: dict[str, int] = {}
+    for c in init_containers:
+        r = per_container(c)  # type: ignore[operator]
+        if c.is_sidecar:
+            _add(reqs, r)
+            _add(sidecars, r)
+            use = dict(sidecars)
+        else:
+            use = dict(r)
+            _add(use, sidecars)
+        _max_into(init_max, use)
+    _max_into(reqs, init_max)
+    return reqs
+
+
+def _plain(c: Container) -> dict[str, int]:
+    return c.requests
+
+
+def _non_zero(c: Container) -> dict[str, int]:
+    r = c.requests
+    return {CPU: r[CPU] if CPU in r else DEFAULT_MILLI_CPU_REQUEST,
+            MEMORY: r[MEMORY] if MEMORY in r else DEFAULT_MEMORY_REQUEST}
+
+
+def pod_requests(pod: Pod) -> dict[str, int]:
+    """Effective requests: max(sum of containers + sidecars, each init container at its point in
+    the sequence), pod-level requests where set, plus overhead. Cached on the pod object."""
+    c = pod.cached()
+    r = c.get("requests")
+    if r is None:
+        r = _requests(pod.containers, pod.init_containers, _plain)
+        for k, v in pod.pod_level_requests.items():
+            if k in _POD_LEVEL or is_hugepages(k):
+                r[k] = v
+        _add(r, pod.overhead)
+        r = {k: v for k, v in r.items() if v}
+        c["requests"] = r
+    return r
+
+
+def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
+    """(milli-CPU, memory) with upstream's per-container defaults (100m, 200Mi) for containers
+    that have no request; used for scoring and NonZeroRequested."""
+    c = pod.cached()
+    r = c.get("non_zero")
+    if r is None:
+        plr = pod.pod_level_requests
+        nz = _requests(pod.containers, pod.init_containers, _non_zero)
+        cpu = nz.get(CPU, 0)
+        mem = nz.get(MEMORY, 0)
+        if CPU in plr:
+            cpu = plr[CPU]
+        if MEMORY in plr:
+            mem = plr[MEMORY]
+        cpu += pod.overhead.get(CPU, 0)
+        mem += pod.overhead.get(MEMORY, 0)
+        r = c["non_zero"] = (cpu, mem)
+    return r
+
+
+def qos_class(pod: Pod) -> str:
+    """Guaranteed, Burstable or BestEffort, from cpu and memory only (upstream's ComputePodQOS)."""
+    c = pod.cached()
+    q = c.get("qos")
+    if q is not None:
+        return q
+    raw_res = ((pod.raw.get("spec") or {}).get("resources") or {})
+    if raw_res.get("requests") or raw_res.get("limits"):
+        limits_raw = raw_res.get("limits") or {}
+        groups: list[tuple[dict[str, int], dict[str, int]]] = [
+            (pod.pod_level_requests, {k: resource_units(k, v) for k, v in limits_raw.items()})]
+    else:
+        groups = [(ct.requests, ct.limits) for ct in (*pod.containers, *pod.init_containers)]
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    guaranteed = True
+    for reqs, lims in groups:
+        for k in (CPU, MEMORY):
+            if reqs.get(k, 0) > 0:
+                requests[k] = requests.get(k, 0) + reqs[k]
+            if lims.get(k, 0) > 0:
+                limits[k] = limits.get(k, 0) + lims[k]
+        if not (lims.get(CPU, 0) > 0 and lims.get(MEMORY, 0) > 0):
+            guaranteed = False
+    if not requests and not limits:
+        q = QOS_BEST_EFFORT
+    elif guaranteed and all(requests.get(k) == limits.get(k) for k in (CPU, MEMORY)):
+        q = QOS_GUARANTEED
+    else:
+        q = QOS_BURSTABLE
+    c["qos"] = q
+    return q
+

@@ -1,0 +1,667 @@
+"""Validation as the API server does it, on the raw manifest, with field paths.
+
+``validate(raw)`` returns every :class:`FieldError` it finds (an empty list means valid). It never
+raises on malformed input: wrong types are reported as errors, so a manifest can be checked
+before it is parsed into a typed object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ksched.api.errors import FieldError, Path
+from ksched.api.quantity import QuantityError, parse_quantity
+from ksched.api.resources import is_extended_resource, is_hugepages, is_native
+
+__all__ = ["validate", "validate_quantity"]
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_HUGEPAGE_SIZE = re.compile(r"^hugepages-[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_TOLERATION_OPS = ("", "Equal", "Exists", "Gt", "Lt")
+_NODE_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_LABEL_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+_ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+_OVERCOMMIT_NATIVE = ("cpu", "memory", "ephemeral-storage")
+
+
+class _V:
+    """Collects errors."""
+
+    __slots__ = ("errors",)
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def add(self, path: Path | str, message: str, reason: str = "FieldValueInvalid") -> None:
+        self.errors.append(FieldError(str(path), message, reason))
+
+    def required(self, path: Path | str) -> None:
+        self.add(path, "Required value", "FieldValueRequired")
+
+    def invalid(self, path: Path | str, value: Any, message: str) -> None:
+        self.add(path, f"Invalid value: {_show(value)}: {message}")
+
+    def unsupported(self, path: Path | str, value: Any, allowed: tuple[str, ...]) -> None:
+        vals = ", ".join(f'"{a}"' for a in allowed if a)
+        self.add(path, f"Unsupported value: {_show(value)}: supported values: {vals}", "FieldValueNotSupported")
+
+    def forbidden(self, path: Path | str, message: str) -> None:
+        self.add(path, f"Forbidden: {message}", "FieldValueForbidden")
+
+    def mapping(self, path: Path, v: Any) -> dict[str, Any]:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            self.invalid(path, v, "must be an object")
+            return {}
+        return v
+
+    def sequence(self, path: Path, v: Any) -> list[Any]:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            self.invalid(path, v, "must be a list")
+            return []
+        return v
+
+    def string(self, path: Path, v: Any, required: bool = False) -> str:
+        if v is None or v == "":
+            if required:
+                self.required(path)
+            return ""
+        if not isinstance(v, str):
+            self.invalid(path, v, "must be a string")
+            return ""
+        return v
+
+    def integer(self, path: Path, v: Any, minimum: int | None = None, maximum: int | None = None,
+                required: bool = False) -> int | None:
+        if v is None:
+            if required:
+                self.required(path)
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, str) and re.fullmatch(r"-?[0-9]+", v):
+                v = int(v)
+            else:
+                self.invalid(path, v, "must be an integer")
+                return None
+        if minimum is not None and v < minimum:
+            self.invalid(path, v, f"must be greater than or equal to {minimum}")
+        if maximum is not None and v > maximum:
+            self.invalid(path, v, f"must be less than or equal to {maximum}")
+        return v
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, dict | list):
+        return type(v).__name__
+    return str(v)
+
+
+def validate_quantity(v: Any, path: str = "") -> FieldError | None:
+    """An error for a value that is not a valid quantity, else None."""
+    try:
+        parse_quantity(v)
+    except QuantityError as e:
+        return FieldError(path, f'invalid quantity "{e.text}"')
+    return None
+
+
+# ---------------------------------------------------------------- metadata
+
+
+def _qualified_name_errors(key: str) -> str | None:
+    prefix, _, name = key.rpartition("/")
+    if "/" in name:
+        return "a qualified name must consist of alphanumeric characters, '-', '_' or '.'"
+    if prefix:
+        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            return "prefix part must be a lowercase RFC 1123 subdomain"
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not _QUALIFIED_NAME.match(name):
+        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character")
+    return None
+
+
+def _labels(v: _V, path: Path, labels: Any) -> None:
+    labels = v.mapping(path, labels)
+    for k, val in labels.items():
+        if not isinstance(k, str):
+            v.invalid(path, k, "label keys must be strings")
+            continue
+        msg = _qualified_name_errors(k)
+        if msg:
+            v.invalid(path, k, msg)
+        if not isinstance(val, str):
+            v.invalid(path.key(k), val, "label values must be strings")
+        elif len(val) > 63:
+            v.invalid(path.key(k), val, "must be no more than 63 characters")
+        elif not _LABEL_VALUE.match(val):
+            v.invalid(path.key(k), val, "a valid label must be an empty string or consist of alphanumeric "
+                                        "characters, '-', '_' or '.', and must start and end with an "
+                                        "alphanumeric character")
+
+
+def _metadata(v: _V, raw: dict[str, Any], namespaced: bool, name_rule: str = "subdomain") -> None:
+    p = Path("metadata")
+    md = raw.get("metadata")
+    if md is None:
+        v.required(p.child("name"))
+        return
+    md = v.mapping(p, md)
+    name = md.get("name")
+    if name is None or name == "":
+        if not md.get("generateName"):
+            v.add(p.child("name"), "Required value: name or generateName is required", "FieldValueRequired")
+    elif not isinstance(name, str):
+        v.invalid(p.child("name"), name, "must be a string")
+    else:
+        _name(v, p.child("name"), name, name_rule)
+    ns = md.get("namespace")
+    if ns not in (None, ""):
+        if not isinstance(ns, str) or not _DNS1123_LABEL.match(ns) or len(ns) > 63:
+            v.invalid(p.child("namespace"), ns, "a lowercase RFC 1123 label must consist of lower case "
+                                                "alphanumeric characters or '-'")
+        elif not namespaced:
+            v.forbidden(p.child("namespace"), "not allowed on this type")
+    _labels(v, p.child("labels"), md.get("labels"))
+    ann = v.mapping(p.child("annotations"), md.get("annotations"))
+    total = 0
+    for k, val in ann.items():
+        if not isinstance(val, str):
+            v.invalid(p.child("annotations").key(str(k)), val, "annotation values must be strings")
+            continue
+        total += len(str(k)) + len(val)
+    if total > 256 * 1024:
+        v.add(p.child("annotations"), "Too long: must have at most 262144 bytes", "FieldValueTooLong")
+
+
+def _name(v: _V, path: Path, name: str, rule: str) -> None:
+    if rule == "label":
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            v.invalid(path, name, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                                  "characters or '-', and must start and end with an alphanumeric character")
+    elif len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        v.invalid(path, name, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                              "characters, '-' or '.', and must start and end with an alphanumeric character")
+
+
+# ---------------------------------------------------------------- resources
+
+
+def _resource_list(v: _V, path: Path, d: Any, allow_pods: bool = False) -> dict[str, Any]:
+    """Check names and quantities of a ResourceList; returns the parsable entries."""
+    d = v.mapping(path, d)
+    out: dict[str, Any] = {}
+    for name, q in d.items():
+        p = path.child(str(name))
+        if not isinstance(name, str) or not name:
+            v.invalid(path, name, "resource names must be non-empty strings")
+            continue
+        if is_hugepages(name) and not _HUGEPAGE_SIZE.match(name):
+            v.invalid(p, name, "must be a valid hugepages resource name (hugepages-<size>)")
+            continue
+        if "/" in name and _qualified_name_errors(name):
+            v.invalid(p, name, "must be a standard resource type or fully qualified")
+            continue
+        try:
+            qty = parse_quantity(q)
+        except QuantityError as e:
+            v.add(p, f'invalid quantity "{e.text}"')
+            continue
+        if qty.nanos < 0:
+            v.invalid(p, str(qty), "must be greater than or equal to 0")
+            continue
+        if (is_extended_resource(name) or name == "pods") and qty.nanos % 10**9:
+            v.invalid(p, str(qty), "must be an integer")
+            continue
+        out[name] = qty
+    return out
+
+
+def _container_resources(v: _V, path: Path, res: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    res = v.mapping(path, res)
+    reqs = _resource_list(v, path.child("requests"), res.get("requests"))
+    lims = _resource_list(v, path.child("limits"), res.get("limits"))
+    for name, req in reqs.items():
+        lim = lims.get(name)
+        p = path.child("requests").child(name)
+        overcommit = name in _OVERCOMMIT_NATIVE or (is_native(name) and not is_hugepages(name)
+                                                    and name not in ("pods",))
+        if lim is not None:
+            if overcommit:
+                if req.nanos > lim.nanos:
+                    v.invalid(p, str(req), f"must be less than or equal to {name} limit of {lim}")
+            elif req.nanos != lim.nanos:
+                v.invalid(p, str(req), f"must be equal to {name} limit of {lim}")
+        elif not overcommit:
+            v.add(path.child("limits").child(name),
+                  "Required value: Limit must be set for non overcommitable resources", "FieldValueRequired")
+    return reqs, lims
+
+
+def _container(v: _V, path: Path, c: Any, names: set[str], init: bool) -> None:
+    c = v.mapping(path, c)
+    name = v.string(path.child("name"), c.get("name"), required=True)
+    if name:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            v.invalid(path.child("name"), name, "a lowercase RFC 1123 label must consist of lower case "
+                                                "alphanumeric characters or '-'")
+        elif name in names:
+            v.add(path.child("name"), f'Duplicate value: "{name}"', "FieldValueDuplicate")
+        names.add(name)
+    v.string(path.child("image"), c.get("image"), required=True)
+    reqs, lims = _container_resources(v, path.child("resources"), c.get("resources"))
+    for i, port in enumerate(v.sequence(path.child("ports"), c.get("ports"))):
+        pp = path.child("ports").index(i)
+        port = v.mapping(pp, port)
+        v.integer(pp.child("containerPort"), port.get("containerPort"), 1, 65535, required=True)
+        v.integer(pp.child("hostPort"), port.get("hostPort"), 0, 65535)
+        proto = port.get("protocol", "TCP")
+        if proto not in _PROTOCOLS:
+            v.unsupported(pp.child("protocol"), proto, _PROTOCOLS)
+    rp = c.get("restartPolicy")
+    if rp is not None:
+        if not init:
+            v.forbidden(path.child("restartPolicy"), "may not be set for non-init containers")
+        elif rp != "Always":
+            v.unsupported(path.child("restartPolicy"), rp, ("Always",))
+    if any(is_hugepages(k) for k in (*reqs, *lims)) and not any(k in ("cpu", "memory") for k in (*reqs, *lims)):
+        v.forbidden(path.child("resources"), "HugePages require cpu or memory")
+
+
+def _tolerations(v: _V, path: Path, tols: Any) -> None:
+    for i, t in enumerate(v.sequence(path, tols)):
+        p = path.index(i)
+        t = v.mapping(p, t)
+        op = t.get("operator") or ""
+        if op not in _TOLERATION_OPS:
+            v.unsupported(p.child("operator"), op, ("Equal", "Exists"))
+        key = t.get("key") or ""
+        if key:
+            msg = _qualified_name_errors(key) if isinstance(key, str) else "must be a string"
+            if msg:
+                v.invalid(p.child("key"), key, msg)
+        elif op != "Exists":
+            v.invalid(p.child("operator"), op, "operator must be Exists when `key` is empty, which means "
+                                               '"match all values and all keys"')
+        if op == "Exists" and t.get("value"):
+            v.invalid(p.child("operator"), op, "value must be empty when `operator` is 'Exists'")
+        eff = t.get("effect") or ""
+        if eff and eff not in _TAINT_EFFECTS:
+            v.unsupported(p.child("effect"), eff, _TAINT_EFFECTS)
+        ts = t.get("tolerationSeconds")
+        if ts is not None:
+            v.integer(p.child("tolerationSeconds"), ts)
+            if eff and eff != "NoExecute":
+                v.invalid(p.child("effect"), eff, "effect must be 'NoExecute' when `tolerationSeconds` is set")
+
+
+def _node_selector_term(v: _V, path: Path, term: Any) -> None:
+    term = v.mapping(path, term)
+    for part in ("matchExpressions", "matchFields"):
+        for i, e in enumerate(v.sequence(path.child(part), term.get(part))):
+            p = path.child(part).index(i)
+            e = v.mapping(p, e)
+            key = v.string(p.child("key"), e.get("key"), required=True)
+            op = e.get("operator")
+            vals = v.sequence(p.child("values"), e.get("values"))
+            if op not in _NODE_SELECTOR_OPS:
+                v.unsupported(p.child("operator"), op, _NODE_SELECTOR_OPS)
+            elif op in ("In", "NotIn") and not vals:
+                v.required(p.child("values"))
+            elif op in ("Exists", "DoesNotExist") and vals:
+                v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or "
+                                               "'DoesNotExist'")
+            elif op in ("Gt", "Lt"):
+                if len(vals) != 1:
+                    v.required(p.child("values"))
+                else:
+                    try:
+                        int(vals[0])
+                    except (TypeError, ValueError):
+                        v.invalid(p.child("values").index(0), vals[0], "must be an integer")
+            if part == "matchFields" and key and key != "metadata.name":
+                v.invalid(p.child("key"), key, "not a valid field selector key")
+
+
+def _label_selector(v: _V, path: Path, sel: Any) -> None:
+    if sel is None:
+        return
+    sel = v.mapping(path, sel)
+    _labels(v, path.child("matchLabels"), sel.get("matchLabels"))
+    for i, e in enumerate(v.sequence(path.child("matchExpressions"), sel.get("matchExpressions"))):
+        p = path.child("matchExpressions").index(i)
+        e = v.mapping(p, e)
+        v.string(p.child("key"), e.get("key"), required=True)
+        op = e.get("operator")
+        vals = v.sequence(p.child("values"), e.get("values"))
+        if op not in _LABEL_SELECTOR_OPS:
+            v.unsupported(p.child("operator"), op, _LABEL_SELECTOR_OPS)
+        elif op in ("In", "NotIn") and not vals:
+            v.required(p.child("values"))
+        elif op in ("Exists", "DoesNotExist") and vals:
+            v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+
+
+def _pod_affinity_term(v: _V, path: Path, term: Any) -> None:
+    term = v.mapping(path, term)
+    _label_selector(v, path.child("labelSelector"), term.get("labelSelector"))
+    _label_selector(v, path.child("namespaceSelector"), term.get("namespaceSelector"))
+    for i, ns in enumerate(v.sequence(path.child("namespaces"), term.get("namespaces"))):
+        if not isinstance(ns, str) or not _DNS1123_LABEL.match(ns):
+            v.invalid(path.child("namespaces").index(i), ns, "must be a valid namespace name")
+    key = v.string(path.child("topologyKey"), term.get("topologyKey"))
+    if not key:
+        v.add(path.child("topologyKey"), "Required value: can not be empty", "FieldValueRequired")
+    elif _qualified_name_errors(key):
+        v.invalid(path.child("topologyKey"), key, _qualified_name_errors(key) or "")
+
+
+def _affinity(v: _V, path: Path, aff: Any) -> None:
+    aff = v.mapping(path, aff)
+    na = aff.get("nodeAffinity")
+    if na is not None:
+        np_ = path.child("nodeAffinity")
+        na = v.mapping(np_, na)
+        req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if req is not None:
+            rp = np_.child("requiredDuringSchedulingIgnoredDuringExecution")
+            req = v.mapping(rp, req)
+            terms = v.sequence(rp.child("nodeSelectorTerms"), req.get("nodeSelectorTerms"))
+            if not terms:
+                v.add(rp.child("nodeSelectorTerms"), "Required value: must have at least one node selector term",
+                      "FieldValueRequired")
+            for i, t in enumerate(terms):
+                _node_selector_term(v, rp.child("nodeSelectorTerms").index(i), t)
+        pp = np_.child("preferredDuringSchedulingIgnoredDuringExecution")
+        for i, p in enumerate(v.sequence(pp, na.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+            p = v.mapping(pp.index(i), p)
+            v.integer(pp.index(i).child("weight"), p.get("weight"), 1, 100, required=True)
+            _node_selector_term(v, pp.index(i).child("preference"), p.get("preference"))
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pa = aff.get(kind)
+        if pa is None:
+            continue
+        kp = path.child(kind)
+        pa = v.mapping(kp, pa)
+        rp = kp.child("requiredDuringSchedulingIgnoredDuringExecution")
+        for i, t in enumerate(v.sequence(rp, pa.get("requiredDuringSchedulingIgnoredDuringExecution"))):
+            _pod_affinity_term(v, rp.index(i), t)
+        pp = kp.child("preferredDuringSchedulingIgnoredDuringExecution")
+        for i, w in enumerate(v.sequence(pp, pa.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+            w = v.mapping(pp.index(i), w)
+            v.integer(pp.index(i).child("weight"), w.get("weight"), 1, 100, required=True)
+            _pod_affinity_term(v, pp.index(i).child("podAffinityTerm"), w.get("podAffinityTerm"))
+
+
+def _spread_constraints(v: _V, path: Path, cs: Any) -> None:
+    seen: set[tuple[str, str]] = set()
+    for i, c in enumerate(v.sequence(path, cs)):
+        p = path.index(i)
+        c = v.mapping(p, c)
+        v.integer(p.child("maxSkew"), c.get("maxSkew"), 1, required=True)
+        key = v.string(p.child("topologyKey"), c.get("topologyKey"), required=True)
+        wu = c.get("whenUnsatisfiable")
+        if wu not in ("DoNotSchedule", "ScheduleAnyway"):
+            v.unsupported(p.child("whenUnsatisfiable"), wu, ("DoNotSchedule", "ScheduleAnyway"))
+        md = c.get("minDomains")
+        if md is not None:
+            v.integer(p.child("minDomains"), md, 1)
+            if wu != "DoNotSchedule":
+                v.invalid(p.child("minDomains"), md, "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+        for pol in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            pv = c.get(pol)
+            if pv is not None and pv not in ("Honor", "Ignore"):
+                v.unsupported(p.child(pol), pv, ("Honor", "Ignore"))
+        _label_selector(v, p.child("labelSelector"), c.get("labelSelector"))
+        if (key, str(wu)) in seen:
+            v.add(p, f'Duplicate value: "{{{key}, {wu}}}"', "FieldValueDuplicate")
+        seen.add((key, str(wu)))
+
+
+def _pod(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = raw.get("spec")
+    if spec is None:
+        v.required(sp)
+        return
+    spec = v.mapping(sp, spec)
+    containers = v.sequence(sp.child("containers"), spec.get("containers"))
+    if not containers and isinstance(spec.get("containers", []), list):
+        v.required(sp.child("containers"))
+    names: set[str] = set()
+    for i, c in enumerate(v.sequence(sp.child("initContainers"), spec.get("initContainers"))):
+        _container(v, sp.child("initContainers").index(i), c, names, True)
+    for i, c in enumerate(containers):
+        _container(v, sp.child("containers").index(i), c, names, False)
+    _resource_list(v, sp.child("overhead"), spec.get("overhead"))
+    if spec.get("resources") is not None:
+        _container_resources(v, sp.child("resources"), spec.get("resources"))
+    ns = v.mapping(sp.child("nodeSelector"), spec.get("nodeSelector"))
+    _labels(v, sp.child("nodeSelector"), ns)
+    _tolerations(v, sp.child("tolerations"), spec.get("tolerations"))
+    if spec.get("affinity") is not None:
+        _affinity(v, sp.child("affinity"), spec.get("affinity"))
+    _spread_constraints(v, sp.child("topologySpreadConstraints"), spec.get("topologySpreadConstraints"))
+    v.integer(sp.child("priority"), spec.get("priority"))
+    pp = spec.get("preemptionPolicy")
+    if pp is not None and pp not in ("PreemptLowerPriority", "Never"):
+        v.unsupported(sp.child("preemptionPolicy"), pp, ("Never", "PreemptLowerPriority"))
+    for i, g in enumerate(v.sequence(sp.child("schedulingGates"), spec.get("schedulingGates"))):
+        g = v.mapping(sp.child("schedulingGates").index(i), g)
+        gname = v.string(sp.child("schedulingGates").index(i).child("name"), g.get("name"), required=True)
+        if gname and _qualified_name_errors(gname):
+            v.invalid(sp.child("schedulingGates").index(i).child("name"), gname, _qualified_name_errors(gname) or "")
+    v.integer(sp.child("terminationGracePeriodSeconds"), spec.get("terminationGracePeriodSeconds"), 0)
+    nn = spec.get("nodeName")
+    if nn not in (None, ""):
+        if not isinstance(nn, str) or not _DNS1123_SUBDOMAIN.match(nn):
+            v.invalid(sp.child("nodeName"), nn, "a lowercase RFC 1123 subdomain must consist of lower case "
+                                                "alphanumeric characters, '-' or '.'")
+    vnames: set[str] = set()
+    for i, vol in enumerate(v.sequence(sp.child("volumes"), spec.get("volumes"))):
+        p = sp.child("volumes").index(i)
+        vol = v.mapping(p, vol)
+        vn = v.string(p.child("name"), vol.get("name"), required=True)
+        if vn in vnames:
+            v.add(p.child("name"), f'Duplicate value: "{vn}"', "FieldValueDuplicate")
+        vnames.add(vn)
+        pvc = vol.get("persistentVolumeClaim")
+        if pvc is not None:
+            v.string(p.child("persistentVolumeClaim").child("claimName"),
+                     v.mapping(p.child("persistentVolumeClaim"), pvc).get("claimName"), required=True)
+
+
+def _node(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    spec = v.mapping(Path("spec"), raw.get("spec"))
+    seen: set[tuple[str, str]] = set()
+    for i, t in enumerate(v.sequence(Path("spec.taints"), spec.get("taints"))):
+        p = Path("spec.taints").index(i)
+        t = v.mapping(p, t)
+        key = v.string(p.child("key"), t.get("key"), required=True)
+        if key and _qualified_name_errors(key):
+            v.invalid(p.child("key"), key, _qualified_name_errors(key) or "")
+        eff = t.get("effect")
+        if eff not in _TAINT_EFFECTS:
+            v.unsupported(p.child("effect"), eff, _TAINT_EFFECTS)
+        if (key, str(eff)) in seen:
+            v.add(p, f"Duplicate value: taints must be unique by key and effect pair ({key}:{eff})",
+                  "FieldValueDuplicate")
+        seen.add((key, str(eff)))
+    status = v.mapping(Path("status"), raw.get("status"))
+    _resource_list(v, Path("status.capacity"), status.get("capacity"), allow_pods=True)
+    _resource_list(v, Path("status.allocatable"), status.get("allocatable"), allow_pods=True)
+
+
+def _priority_class(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    val = v.integer(Path("value"), raw.get("value"), required=True)
+    name = (raw.get("metadata") or {}).get("name") or ""
+    if val is not None and not str(name).startswith("system-") and val > 1_000_000_000:
+        v.forbidden(Path("value"), "maximum allowed value of a user defined priority is 1000000000")
+    pp = raw.get("preemptionPolicy")
+    if pp is not None and pp not in ("PreemptLowerPriority", "Never"):
+        v.unsupported(Path("preemptionPolicy"), pp, ("Never", "PreemptLowerPriority"))
+
+
+def _int_or_percent(v: _V, path: Path, x: Any) -> None:
+    if x is None:
+        return
+    if isinstance(x, bool):
+        v.invalid(path, x, "must be an integer or percentage")
+    elif isinstance(x, int):
+        if x < 0:
+            v.invalid(path, x, "must be greater than or equal to 0")
+    elif isinstance(x, str):
+        m = re.fullmatch(r"([0-9]+)%", x)
+        if not m:
+            v.invalid(path, x, "a valid percent string must be a numeric string followed by an ending '%'")
+        elif int(m.group(1)) > 100:
+            v.invalid(path, x, "must not be greater than 100%")
+    else:
+        v.invalid(path, x, "must be an integer or percentage")
+
+
+def _pdb(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        v.invalid(sp, "spec", "minAvailable and maxUnavailable cannot be both set")
+    _int_or_percent(v, sp.child("minAvailable"), spec.get("minAvailable"))
+    _int_or_percent(v, sp.child("maxUnavailable"), spec.get("maxUnavailable"))
+    _label_selector(v, sp.child("selector"), spec.get("selector"))
+
+
+def _pv(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    cap = v.mapping(sp.child("capacity"), spec.get("capacity"))
+    if "storage" not in cap:
+        v.required(sp.child("capacity").child("storage"))
+    _resource_list(v, sp.child("capacity"), cap)
+    modes = v.sequence(sp.child("accessModes"), spec.get("accessModes"))
+    if not modes:
+        v.required(sp.child("accessModes"))
+    for i, m in enumerate(modes):
+        if m not in _ACCESS_MODES:
+            v.unsupported(sp.child("accessModes").index(i), m, _ACCESS_MODES)
+    na = spec.get("nodeAffinity")
+    if na is not None:
+        req = v.mapping(sp.child("nodeAffinity"), na).get("required")
+        if req is not None:
+            rp = sp.child("nodeAffinity").child("required")
+            for i, t in enumerate(v.sequence(rp.child("nodeSelectorTerms"),
+                                             v.mapping(rp, req).get("nodeSelectorTerms"))):
+                _node_selector_term(v, rp.child("nodeSelectorTerms").index(i), t)
+
+
+def _pvc(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    modes = v.sequence(sp.child("accessModes"), spec.get("accessModes"))
+    if not modes:
+        v.required(sp.child("accessModes"))
+    for i, m in enumerate(modes):
+        if m not in _ACCESS_MODES:
+            v.unsupported(sp.child("accessModes").index(i), m, _ACCESS_MODES)
+    res = v.mapping(sp.child("resources"), spec.get("resources"))
+    reqs = v.mapping(sp.child("resources").child("requests"), res.get("requests"))
+    if "storage" not in reqs:
+        v.required(sp.child("resources").child("requests").child("storage"))
+    _resource_list(v, sp.child("resources").child("requests"), reqs)
+    _label_selector(v, sp.child("selector"), spec.get("selector"))
+
+
+def _storage_class(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    v.string(Path("provisioner"), raw.get("provisioner"), required=True)
+    mode = raw.get("volumeBindingMode")
+    if mode is not None and mode not in ("Immediate", "WaitForFirstConsumer"):
+        v.unsupported(Path("volumeBindingMode"), mode, ("Immediate", "WaitForFirstConsumer"))
+
+
+def _csinode(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    for i, d in enumerate(v.sequence(sp.child("drivers"), spec.get("drivers"))):
+        p = sp.child("drivers").index(i)
+        d = v.mapping(p, d)
+        v.string(p.child("name"), d.get("name"), required=True)
+        alloc = d.get("allocatable")
+        if alloc is not None:
+            v.integer(p.child("allocatable").child("count"), v.mapping(p.child("allocatable"), alloc).get("count"), 0)
+
+
+def _namespace(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False, name_rule="label")
+
+
+def _lease(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    spec = v.mapping(Path("spec"), raw.get("spec"))
+    v.integer(Path("spec.leaseDurationSeconds"), spec.get("leaseDurationSeconds"), 1)
+
+
+def _event(v: _V, raw: dict[str, Any]) -> None:
+    md = raw.get("metadata") or {}
+    if not md.get("name") and not md.get("generateName"):
+        v.required(Path("metadata.name"))
+    v.mapping(Path("involvedObject"), raw.get("involvedObject"))
+
+
+_VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
+    "Pod": _pod,
+    "Node": _node,
+    "Namespace": _namespace,
+    "PriorityClass": _priority_class,
+    "PodDisruptionBudget": _pdb,
+    "PersistentVolume": _pv,
+    "PersistentVolumeClaim": _pvc,
+    "StorageClass": _storage_class,
+    "CSINode": _csinode,
+    "Lease": _lease,
+    "Event": _event,
+}
+
+
+def validate(raw: Any) -> list[FieldError]:
+    """Every validation error in a manifest (empty when valid)."""
+    v = _V()
+    if not isinstance(raw, dict):
+        v.add("", f"expected an object, got {type(raw).__name__}")
+        return v.errors
+    kind = raw.get("kind")
+    if not kind:
+        v.required("kind")
+        return v.errors
+    fn = _VALIDATORS.get(kind)
+    if fn is None:
+        v.add("kind", f'Unsupported value: "{kind}"', "FieldValueNotSupported")
+        return v.errors
+    try:
+        fn(v, raw)
+    except Exception as e:  # a validator must never crash on odd input; report instead
+        v.add("", f"internal validation error: {type(e).__name__}: {e}")
+    return v.errors
