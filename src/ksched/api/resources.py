@@ -46,9 +46,7 @@ def is_native(name: str) -> bool:
 def is_extended_resource(name: str) -> bool:
     """``domain/name`` outside ``kubernetes.io`` and not ``requests.*`` (upstream's
     IsExtendedResourceName)."""
-    if is_native(name) or name.startswith("requests."):
-        return False
-    return True
+    return not (is_native(name) or name.startswith("requests."))
 
 
 def is_scalar_resource(name: str) -> bool:
@@ -94,8 +92,8 @@ def _plain(c: Container) -> dict[str, int]:
 
 def _non_zero(c: Container) -> dict[str, int]:
     r = c.requests
-    return {CPU: r[CPU] if CPU in r else DEFAULT_MILLI_CPU_REQUEST,
-            MEMORY: r[MEMORY] if MEMORY in r else DEFAULT_MEMORY_REQUEST}
+    return {CPU: r.get(CPU, DEFAULT_MILLI_CPU_REQUEST),
+            MEMORY: r.get(MEMORY, DEFAULT_MEMORY_REQUEST)}
 
 
 def pod_requests(pod: Pod) -> dict[str, int]:

@@ -125,9 +125,8 @@ def _qualified_name_errors(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in name:
         return "a qualified name must consist of alphanumeric characters, '-', '_' or '.'"
-    if prefix:
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return "prefix part must be a lowercase RFC 1123 subdomain"
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return "prefix part must be a lowercase RFC 1123 subdomain"
     if not name:
         return "name part must be non-empty"
     if len(name) > 63:
@@ -471,10 +470,9 @@ def _pod(v: _V, raw: dict[str, Any]) -> None:
             v.invalid(sp.child("schedulingGates").index(i).child("name"), gname, _qualified_name_errors(gname) or "")
     v.integer(sp.child("terminationGracePeriodSeconds"), spec.get("terminationGracePeriodSeconds"), 0)
     nn = spec.get("nodeName")
-    if nn not in (None, ""):
-        if not isinstance(nn, str) or not _DNS1123_SUBDOMAIN.match(nn):
-            v.invalid(sp.child("nodeName"), nn, "a lowercase RFC 1123 subdomain must consist of lower case "
-                                                "alphanumeric characters, '-' or '.'")
+    if nn not in (None, "") and (not isinstance(nn, str) or not _DNS1123_SUBDOMAIN.match(nn)):
+        v.invalid(sp.child("nodeName"), nn, "a lowercase RFC 1123 subdomain must consist of lower case "
+                                            "alphanumeric characters, '-' or '.'")
     vnames: set[str] = set()
     for i, vol in enumerate(v.sequence(sp.child("volumes"), spec.get("volumes"))):
         p = sp.child("volumes").index(i)

@@ -1,0 +1,109 @@
+"""The conflict resolver: per-node accounting of bound pods, consulted atomically by the
+``pods/binding`` subresource so that no binding can over-commit a node, whichever scheduler
+instance sends it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.api.resources import pod_requests
+
+__all__ = ["NodeAccounting", "NodeUsage", "host_port_conflict"]
+
+_WILDCARD_IPS = ("", "0.0.0.0", "::")
+
+
+@dataclass(slots=True)
+class NodeUsage:
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: int = 0
+    ports: dict[tuple[str, int], set[str]] = field(default_factory=dict)  # (protocol, port) -> host IPs
+    pod_keys: set[str] = field(default_factory=set)
+
+
+def _ports(pod: Pod) -> list[tuple[str, str, int]]:
+    return [(p.host_ip or "0.0.0.0", p.protocol, p.host_port) for p in pod.host_ports()]
+
+
+def host_port_conflict(used: dict[tuple[str, int], set[str]], ip: str, proto: str, port: int) -> bool:
+    ips = used.get((proto, port))
+    if not ips:
+        return False
+    if ip in _WILDCARD_IPS:
+        return True
+    return ip in ips or any(u in _WILDCARD_IPS for u in ips)
+
+
+def counts_on_node(pod: Pod) -> bool:
+    """A pod occupies its node's resources until it is terminal or gone."""
+    return bool(pod.node_name) and not pod.is_terminal
+
+
+class NodeAccounting:
+    """Sum of the requests of the pods bound to each node (terminal pods excluded)."""
+
+    def __init__(self) -> None:
+        self.usage: dict[str, NodeUsage] = {}
+
+    def add(self, pod: Pod) -> None:
+        if not counts_on_node(pod):
+            return
+        u = self.usage.get(pod.node_name)
+        if u is None:
+            u = self.usage[pod.node_name] = NodeUsage()
+        key = pod.key
+        if key in u.pod_keys:
+            return
+        u.pod_keys.add(key)
+        u.pods += 1
+        for k, v in pod_requests(pod).items():
+            u.requested[k] = u.requested.get(k, 0) + v
+        for ip, proto, port in _ports(pod):
+            u.ports.setdefault((proto, port), set()).add(ip)
+
+    def remove(self, pod: Pod) -> None:
+        if not pod.node_name:
+            return
+        u = self.usage.get(pod.node_name)
+        if u is None or pod.key not in u.pod_keys:
+            return
+        u.pod_keys.discard(pod.key)
+        u.pods -= 1
+        for k, v in pod_requests(pod).items():
+            u.requested[k] = u.requested.get(k, 0) - v
+        for ip, proto, port in _ports(pod):
+            ips = u.ports.get((proto, port))
+            if ips is not None:
+                ips.discard(ip)
+                if not ips:
+                    del u.ports[(proto, port)]
+
+    def update(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None:
+            self.remove(old)
+        if new is not None:
+            self.add(new)
+
+    def check(self, pod: Pod, node: Node | None, node_name: str) -> str | None:
+        """Why binding ``pod`` to the node would over-commit it, or None when it fits."""
+        if node is None:
+            return f'node "{node_name}" not found'
+        u = self.usage.get(node_name) or NodeUsage()
+        alloc = node.allocatable
+        max_pods = alloc.get("pods", 0)
+        if u.pods + 1 > max_pods:
+            return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)"
+        for k, v in pod_requests(pod).items():
+            if v <= 0:
+                continue
+            have = alloc.get(k, 0)
+            used = u.requested.get(k, 0)
+            if used + v > have:
+                return (f"node {node_name} would be over-committed on {k}: requested {v}, "
+                        f"allocatable {have}, already requested {used}")
+        for ip, proto, port in _ports(pod):
+            if host_port_conflict(u.ports, ip, proto, port):
+                return f"node {node_name} already has host port {ip}:{port}/{proto} in use"
+        return None

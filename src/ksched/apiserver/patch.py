@@ -1,0 +1,243 @@
+"""The three patch types kube-apiserver accepts: JSON merge patch (RFC 7386), JSON patch
+(RFC 6902) and strategic merge patch (for the fields of the kinds ksched serves)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+__all__ = ["PatchError", "apply_patch", "json_patch", "merge_patch", "strategic_merge_patch"]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class PatchError(ValueError):
+    """A patch that cannot be applied (the API server answers 422 or 400)."""
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise PatchError(f"invalid JSON pointer {path!r}")
+    return [_unescape(t) for t in path[1:].split("/")]
+
+
+def _walk(doc: Any, tokens: list[str]) -> Any:
+    cur = doc
+    for t in tokens:
+        if isinstance(cur, dict):
+            if t not in cur:
+                raise PatchError(f"path not found: /{'/'.join(tokens)}")
+            cur = cur[t]
+        elif isinstance(cur, list):
+            try:
+                cur = cur[int(t)]
+            except (ValueError, IndexError) as e:
+                raise PatchError(f"invalid index {t!r}") from e
+        else:
+            raise PatchError(f"cannot traverse into a scalar at {t!r}")
+    return cur
+
+
+def _add(doc: Any, tokens: list[str], value: Any) -> Any:
+    if not tokens:
+        return value
+    parent = _walk(doc, tokens[:-1])
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        if last == "-":
+            parent.append(value)
+        else:
+            try:
+                i = int(last)
+            except ValueError as e:
+                raise PatchError(f"invalid index {last!r}") from e
+            if i < 0 or i > len(parent):
+                raise PatchError(f"index {i} out of range")
+            parent.insert(i, value)
+    else:
+        raise PatchError("cannot add to a scalar")
+    return doc
+
+
+def _remove(doc: Any, tokens: list[str]) -> Any:
+    if not tokens:
+        raise PatchError("cannot remove the whole document")
+    parent = _walk(doc, tokens[:-1])
+    last = tokens[-1]
+    try:
+        if isinstance(parent, dict):
+            return parent.pop(last)
+        if isinstance(parent, list):
+            return parent.pop(int(last))
+    except (KeyError, ValueError, IndexError) as e:
+        raise PatchError(f"path not found: /{'/'.join(tokens)}") from e
+    raise PatchError("cannot remove from a scalar")
+
+
+def json_patch(target: Any, ops: Any) -> Any:
+    """RFC 6902 operations on a copy of ``target``."""
+    if not isinstance(ops, list):
+        raise PatchError("a JSON patch must be a list of operations")
+    doc = copy.deepcopy(target)
+    for op in ops:
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise PatchError(f"invalid operation {op!r}")
+        kind = op["op"]
+        tokens = _pointer(op["path"])
+        if kind == "add":
+            doc = _add(doc, tokens, copy.deepcopy(op.get("value")))
+        elif kind == "remove":
+            _remove(doc, tokens)
+        elif kind == "replace":
+            _walk(doc, tokens)
+            if tokens:
+                _remove(doc, tokens)
+            doc = _add(doc, tokens, copy.deepcopy(op.get("value")))
+        elif kind == "move":
+            v = _remove(doc, _pointer(op.get("from", "")))
+            doc = _add(doc, tokens, v)
+        elif kind == "copy":
+            v = copy.deepcopy(_walk(doc, _pointer(op.get("from", ""))))
+            doc = _add(doc, tokens, v)
+        elif kind == "test":
+            if _walk(doc, tokens) != op.get("value"):
+                raise PatchError(f"test failed at {op['path']}")
+        else:
+            raise PatchError(f"unknown operation {kind!r}")
+    return doc
+
+
+# Patch merge keys of the list fields of the kinds ksched serves (from the Go struct tags);
+# lists not named here are replaced as a whole, as in upstream.
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ports": "containerPort",
+    "conditions": "type",
+    "imagePullSecrets": "name",
+    "ownerReferences": "uid",
+    "addresses": "type",
+    "topologySpreadConstraints": "topologyKey",
+    "resourceClaims": "name",
+    "schedulingGates": "name",
+    "readinessGates": "conditionType",
+}
+# Primitive lists with patchStrategy=merge: union.
+_MERGE_PRIMITIVE = {"finalizers"}
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """Strategic merge patch with upstream's directives (``$patch``, ``$setElementOrder``,
+    ``$deleteFromPrimitiveList``, ``$retainKeys``) and the merge keys of the served kinds."""
+    return _smp(target, patch, "")
+
+
+def _smp(target: Any, patch: Any, field: str) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    directive = patch.get("$patch")
+    if directive == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    if directive == "delete":
+        return None
+    out = dict(target) if isinstance(target, dict) else {}
+    retain = patch.get("$retainKeys")
+    for k, v in patch.items():
+        if k in ("$patch", "$retainKeys") or k.startswith("$setElementOrder/"):
+            continue
+        if k.startswith("$deleteFromPrimitiveList/"):
+            name = k.split("/", 1)[1]
+            cur = out.get(name)
+            if isinstance(cur, list) and isinstance(v, list):
+                out[name] = [x for x in cur if x not in v]
+            continue
+        if v is None:
+            out.pop(k, None)
+            continue
+        cur = out.get(k)
+        if isinstance(v, list) and isinstance(cur, list):
+            out[k] = _merge_list(cur, v, k)
+        elif isinstance(v, dict):
+            r = _smp(cur, v, k)
+            if r is None:
+                out.pop(k, None)
+            else:
+                out[k] = r
+        else:
+            out[k] = copy.deepcopy(v)
+    if isinstance(retain, list):
+        out = {k: v for k, v in out.items() if k in retain}
+    return out
+
+
+def _merge_list(cur: list[Any], patch: list[Any], field: str) -> list[Any]:
+    if field in _MERGE_PRIMITIVE:
+        out = list(cur)
+        for x in patch:
+            if x not in out:
+                out.append(x)
+        return out
+    key = _MERGE_KEYS.get(field)
+    if key is None or not all(isinstance(x, dict) for x in patch):
+        if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
+            return [x for x in patch if not (isinstance(x, dict) and "$patch" in x)]
+        return copy.deepcopy(patch)
+    if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
+        return [copy.deepcopy(x) for x in patch if "$patch" not in x]
+    out = [copy.deepcopy(x) for x in cur]
+    for item in patch:
+        kv = item.get(key)
+        idx = next((i for i, x in enumerate(out) if isinstance(x, dict) and x.get(key) == kv), None)
+        if item.get("$patch") == "delete":
+            if idx is not None:
+                out.pop(idx)
+            continue
+        if idx is None:
+            out.append(_smp({}, item, field))
+        else:
+            out[idx] = _smp(out[idx], item, field)
+    return out
+
+
+def apply_patch(target: dict[str, Any], patch: Any, content_type: str) -> dict[str, Any]:
+    ct = content_type.split(";")[0].strip()
+    if ct == MERGE_PATCH:
+        out = merge_patch(target, patch)
+    elif ct == JSON_PATCH:
+        out = json_patch(target, patch)
+    elif ct == STRATEGIC_MERGE_PATCH:
+        out = strategic_merge_patch(target, patch)
+    else:
+        raise PatchError(f"unsupported patch type {content_type!r}")
+    if not isinstance(out, dict):
+        raise PatchError("the patched object is not an object")
+    return out

@@ -1,0 +1,877 @@
+"""The embedded API store: a versioned, thread-safe object store with watch.
+
+Semantics follow kube-apiserver for the kinds ksched knows:
+
+* one monotonic ``resourceVersion`` across all kinds; optimistic concurrency on update;
+* watch from a resourceVersion with ADDED / MODIFIED / DELETED and BOOKMARK events, bounded
+  history per kind and ``410 Gone`` for a version older than the history;
+* admission on create (defaults, priority), validation with field paths; a rejected object is
+  never stored;
+* ``pods/binding`` (with the conflict resolver), ``pods/status``, ``pods/eviction``
+  (PodDisruptionBudget-aware), graceful deletion of bound pods, finalizers;
+* the disruption controller's PDB status, kept current as pods change.
+
+Stored objects are immutable: every change makes a new object and a new manifest.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ksched.api.errors import FieldError
+from ksched.api.kinds import KINDS, UnknownKindError
+from ksched.api.labels import FieldSelector, LabelSelector
+from ksched.api.meta import KubeObject, format_time, parse_time
+from ksched.api.namespace import Namespace
+from ksched.api.node import Node
+from ksched.api.pdb import PodDisruptionBudget
+from ksched.api.pod import Pod
+from ksched.api.priorityclass import PriorityClass, system_priority_classes
+from ksched.api.resources import qos_class
+from ksched.api.validation import validate
+from ksched.apiserver.admission import admit_pod
+from ksched.apiserver.conflict import NodeAccounting
+from ksched.apiserver.disruption import compute_pdb_status, pdb_matches
+from ksched.apiserver.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    InternalError,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+)
+from ksched.apiserver.patch import PatchError, apply_patch
+from ksched.clock import Clock, RealClock
+
+__all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "Store", "Watch", "WatchEvent"]
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+BOOKMARK = "BOOKMARK"
+ERROR = "ERROR"
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Kinds whose main resource ignores status changes (they have a status subresource).
+_STATUS_SUBRESOURCE = frozenset(("Pod", "Node", "Namespace", "PodDisruptionBudget", "PersistentVolume",
+                                 "PersistentVolumeClaim"))
+# Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
+_POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
+                               "terminationGracePeriodSeconds"))
+
+
+@dataclass(slots=True, frozen=True)
+class WatchEvent:
+    type: str
+    object: KubeObject | None
+    resource_version: int
+
+    def __repr__(self) -> str:
+        return f"WatchEvent({self.type}, {self.object!r}, rv={self.resource_version})"
+
+
+def field_values(obj: KubeObject) -> dict[str, str]:
+    """The fields a field selector may name for an object."""
+    f = {"metadata.name": obj.name, "metadata.namespace": obj.namespace}
+    if isinstance(obj, Pod):
+        f["spec.nodeName"] = obj.node_name
+        f["status.phase"] = obj.phase
+        f["spec.schedulerName"] = obj.scheduler_name
+        f["status.nominatedNodeName"] = obj.nominated_node_name
+    elif isinstance(obj, Node):
+        f["spec.unschedulable"] = "true" if obj.unschedulable else "false"
+    return f
+
+
+_SUPPORTED_FIELDS = {
+    "Pod": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName",
+            "status.nominatedNodeName"},
+    "Node": {"metadata.name", "spec.unschedulable"},
+}
+
+
+class Watch:
+    """A stream of events for one kind (optionally one namespace and selectors).
+
+    Events are queued by the store as it commits writes; a consumer takes them with
+    :meth:`next` (blocking, with timeout) or :meth:`drain`. ``notify`` (if set) is called after
+    each event is queued, e.g. to wake a scheduling loop.
+    """
+
+    def __init__(self, store: Store, kind: str, namespace: str | None, label_selector: LabelSelector | None,
+                 field_selector: FieldSelector | None, bookmarks: bool) -> None:
+        self.store = store
+        self.kind = kind
+        self.namespace = namespace or None
+        self.label_selector = label_selector if label_selector is not None and not label_selector.is_empty() else None
+        self.field_selector = field_selector if field_selector is not None and not field_selector.is_empty() \
+            else None
+        self.bookmarks = bookmarks
+        self._events: deque[WatchEvent] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self.closed = False
+        self.notify: Callable[[], None] | None = None
+
+    def matches(self, obj: KubeObject) -> bool:
+        if self.namespace is not None and obj.namespace != self.namespace:
+            return False
+        if self.label_selector is not None and not self.label_selector.matches(obj.labels):
+            return False
+        return self.field_selector is None or self.field_selector.matches(field_values(obj))
+
+    def _push(self, ev: WatchEvent) -> None:
+        with self._cond:
+            if self.closed:
+                return
+            self._events.append(ev)
+            self._cond.notify()
+        n = self.notify
+        if n is not None:
+            n()
+
+    def _offer(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> None:
+        """Queue the event as this watch sees it: a change that moves an object into or out of
+        the selection is an ADDED or DELETED, as the API server's watch cache reports it."""
+        filtered = self.namespace is not None or self.label_selector is not None or self.field_selector is not None
+        if not filtered:
+            self._push(WatchEvent(etype, new if new is not None else old, rv))
+            return
+        old_in = old is not None and self.matches(old)
+        new_in = new is not None and self.matches(new)
+        if etype == DELETED:
+            if old_in:
+                self._push(WatchEvent(DELETED, old, rv))
+        elif new_in and old_in:
+            self._push(WatchEvent(MODIFIED, new, rv))
+        elif new_in:
+            self._push(WatchEvent(ADDED, new, rv))
+        elif old_in:
+            self._push(WatchEvent(DELETED, new if new is not None else old, rv))
+
+    def next(self, timeout: float | None = None) -> WatchEvent | None:
+        """The next event; None on timeout or when the watch is closed and empty."""
+        with self._cond:
+            if not self._events and not self.closed:
+                self._cond.wait(timeout)
+            if self._events:
+                return self._events.popleft()
+            return None
+
+    def drain(self) -> list[WatchEvent]:
+        with self._cond:
+            out = list(self._events)
+            self._events.clear()
+            return out
+
+    def pending(self) -> int:
+        return len(self._events)
+
+    def stop(self) -> None:
+        """Close the watch (as the server closing the stream: the consumer must re-watch)."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+        self.store._remove_watch(self)
+        n = self.notify
+        if n is not None:
+            n()
+
+    def __iter__(self) -> Watch:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        ev = self.next()
+        if ev is None:
+            raise StopIteration
+        return ev
+
+
+def _resolve_kind(kind: str | type[KubeObject]) -> type[KubeObject]:
+    if isinstance(kind, type):
+        return kind
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise NotFound(f'the server could not find the requested resource (kind "{kind}")')
+    return cls
+
+
+def _group(cls: type[KubeObject]) -> str:
+    return cls.API_VERSION.rpartition("/")[0]
+
+
+def _with_meta(raw: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    md = dict(raw.get("metadata") or {})
+    for k, v in fields.items():
+        if v is None:
+            md.pop(k, None)
+        else:
+            md[k] = v
+    out = dict(raw)
+    out["metadata"] = md
+    return out
+
+
+class Store:
+    """The embedded API store. Thread-safe; all methods may raise :class:`ApiError`."""
+
+    def __init__(self, clock: Clock | None = None, *, history: int = 100_000, conflict_resolver: bool = True,
+                 auto_create_namespaces: bool = False, strict_priority: bool = False,
+                 default_tolerations: bool = True, start_rv: int = 0) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.history_size = history
+        self.conflict_resolver = conflict_resolver
+        self.auto_create_namespaces = auto_create_namespaces
+        self.strict_priority = strict_priority
+        self.default_tolerations = default_tolerations
+        self._lock = threading.RLock()
+        self._rv = start_rv
+        self._objects: dict[str, dict[str, KubeObject]] = {k: {} for k in KINDS}
+        self._history: dict[str, deque[WatchEvent]] = {k: deque() for k in KINDS}
+        self._compacted: dict[str, int] = dict.fromkeys(KINDS, start_rv)
+        self._watches: dict[str, list[Watch]] = {k: [] for k in KINDS}
+        self.accounting = NodeAccounting()
+        self._uid_counter = itertools.count(1)
+        self.deterministic_uids = self.clock.virtual
+        # Write hooks (persistence): called with (event type, kind, object, rv) under the lock.
+        self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
+        self._pdb_namespaces: dict[str, int] = {}
+        with self._lock:
+            for ns in DEFAULT_NAMESPACES:
+                self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            for pc in system_priority_classes():
+                self._create_unlocked(pc)
+
+    # ------------------------------------------------------------------ basics
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def _new_uid(self) -> str:
+        if self.deterministic_uids:
+            n = next(self._uid_counter)
+            return str(uuid.UUID(int=n))
+        return str(uuid.uuid4())
+
+    def _bucket(self, cls: type[KubeObject]) -> dict[str, KubeObject]:
+        return self._objects[cls.KIND]
+
+    @staticmethod
+    def _key(cls: type[KubeObject], namespace: str, name: str) -> str:
+        return f"{namespace}/{name}" if cls.NAMESPACED else name
+
+    def _commit(self, cls: type[KubeObject], etype: str, old: KubeObject | None, new: KubeObject | None,
+                rv: int) -> None:
+        kind = cls.KIND
+        obj = new if new is not None else old
+        assert obj is not None
+        bucket = self._objects[kind]
+        if etype == DELETED:
+            bucket.pop(obj.key, None)
+        else:
+            bucket[obj.key] = obj  # type: ignore[assignment]
+        ev = WatchEvent(etype, obj, rv)
+        hist = self._history[kind]
+        if len(hist) >= self.history_size:
+            dropped = hist.popleft()
+            self._compacted[kind] = dropped.resource_version
+        hist.append(ev)
+        if kind == "Pod":
+            self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
+                                   new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
+        if etype == DELETED:
+            for w in list(self._watches[kind]):
+                w._offer(DELETED, obj, None, rv)
+        else:
+            for w in list(self._watches[kind]):
+                w._offer(etype, old, new, rv)
+        for hook in self.on_commit:
+            hook(etype, kind, obj, rv)
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, kind: str | type[KubeObject], namespace: str, name: str) -> KubeObject:
+        cls = _resolve_kind(kind)
+        with self._lock:
+            obj = self._bucket(cls).get(self._key(cls, namespace, name))
+        if obj is None:
+            raise NotFound.of(cls.PLURAL, name, _group(cls))
+        return obj
+
+    def try_get(self, kind: str | type[KubeObject], namespace: str, name: str) -> KubeObject | None:
+        cls = _resolve_kind(kind)
+        with self._lock:
+            return self._bucket(cls).get(self._key(cls, namespace, name))
+
+    def list(self, kind: str | type[KubeObject], namespace: str | None = None,
+             label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,
+             limit: int = 0, continue_token: str = "") -> tuple[list[KubeObject], int, str]:
+        """Objects (sorted by key), the list's resourceVersion and a continue token (or "")."""
+        cls = _resolve_kind(kind)
+        self._check_fields(cls, field_selector)
+        start = ""
+        list_rv: int | None = None
+        if continue_token:
+            try:
+                tok = json.loads(base64.urlsafe_b64decode(continue_token.encode()))
+                start = tok["start"]
+                list_rv = int(tok["rv"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise BadRequest(f"invalid continue token: {e}") from e
+        with self._lock:
+            rv = self._rv if list_rv is None else list_rv
+            objs = self._bucket(cls)
+            keys = sorted(objs) if (limit or continue_token) else list(objs)
+            out: list[KubeObject] = []
+            nxt = ""
+            for k in keys:
+                if start and k <= start:
+                    continue
+                o = objs[k]
+                if namespace and o.namespace != namespace:
+                    continue
+                if label_selector is not None and not label_selector.matches(o.labels):
+                    continue
+                if field_selector is not None and not field_selector.matches(field_values(o)):
+                    continue
+                if limit and len(out) >= limit:
+                    nxt = base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": out[-1].key}).encode()).decode()
+                    break
+                out.append(o)
+        return out, rv, nxt
+
+    def items(self, kind: str | type[KubeObject]) -> list[KubeObject]:
+        cls = _resolve_kind(kind)
+        with self._lock:
+            return list(self._bucket(cls).values())
+
+    def count(self, kind: str | type[KubeObject]) -> int:
+        return len(self._bucket(_resolve_kind(kind)))
+
+    @staticmethod
+    def _check_fields(cls: type[KubeObject], fs: FieldSelector | None) -> None:
+        if fs is None or fs.is_empty():
+            return
+        allowed = _SUPPORTED_FIELDS.get(cls.KIND, {"metadata.name", "metadata.namespace"})
+        for f in fs.fields():
+            if f not in allowed:
+                raise BadRequest(f'"{f}" is not a known field selector: only "{", ".join(sorted(allowed))}"')
+
+    # ------------------------------------------------------------------ watch
+
+    def watch(self, kind: str | type[KubeObject], namespace: str | None = None, resource_version: str | int = "",
+              label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,
+              bookmarks: bool = False) -> Watch:
+        """Watch from ``resource_version``: "" or "0" start with synthetic ADDED events for what
+        exists now; a version older than the kept history raises :class:`Gone`."""
+        cls = _resolve_kind(kind)
+        self._check_fields(cls, field_selector)
+        w = Watch(self, cls.KIND, namespace, label_selector, field_selector, bookmarks)
+        rv_s = str(resource_version) if resource_version is not None else ""
+        with self._lock:
+            if rv_s in ("", "0"):
+                for o in self._bucket(cls).values():
+                    if w.matches(o):
+                        w._events.append(WatchEvent(ADDED, o, self._rv))
+            else:
+                try:
+                    rv = int(rv_s)
+                except ValueError as e:
+                    raise BadRequest(f'invalid resourceVersion "{rv_s}"') from e
+                if rv < self._compacted[cls.KIND]:
+                    raise Gone(f"too old resource version: {rv} ({self._compacted[cls.KIND] + 1})")
+                if rv > self._rv:
+                    raise Gone(f"too large resource version: {rv}, current: {self._rv}")
+                filtered = w.namespace is not None or w.label_selector is not None or w.field_selector is not None
+                for ev in self._history[cls.KIND]:
+                    if ev.resource_version > rv and (not filtered or w.matches(ev.object)):  # type: ignore[arg-type]
+                        w._events.append(ev)
+            self._watches[cls.KIND].append(w)
+        return w
+
+    def _remove_watch(self, w: Watch) -> None:
+        with self._lock:
+            lst = self._watches.get(w.kind, [])
+            if w in lst:
+                lst.remove(w)
+
+    def send_bookmarks(self) -> None:
+        """A BOOKMARK with the current resourceVersion to every watch that asked for them."""
+        with self._lock:
+            rv = self._rv
+            for lst in self._watches.values():
+                for w in lst:
+                    if w.bookmarks:
+                        w._push(WatchEvent(BOOKMARK, None, rv))
+
+    def close_watches(self, kind: str | None = None) -> None:
+        """Close watches (as an API server restart would); clients must re-watch."""
+        with self._lock:
+            kinds = [kind] if kind else list(self._watches)
+            ws = [w for k in kinds for w in self._watches[k]]
+        for w in ws:
+            w.stop()
+
+    def compact(self, kind: str | None = None) -> None:
+        """Drop the watch history (as etcd compaction): older versions answer 410 Gone."""
+        with self._lock:
+            for k in [kind] if kind else list(self._history):
+                self._history[k].clear()
+                self._compacted[k] = self._rv
+
+    # ------------------------------------------------------------------ create
+
+    def create(self, obj: dict[str, Any] | KubeObject, namespace: str | None = None) -> KubeObject:
+        raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
+        if not isinstance(raw, dict):
+            raise BadRequest("the object must be a JSON object")
+        if namespace is not None:
+            md = raw.setdefault("metadata", {})
+            if isinstance(md, dict):
+                if md.get("namespace") and md["namespace"] != namespace:
+                    raise BadRequest("the namespace of the provided object does not match the namespace sent "
+                                     "on the request")
+                md["namespace"] = namespace
+        with self._lock:
+            return self._create_unlocked(raw)
+
+    def create_many(self, objs: Iterable[dict[str, Any] | KubeObject]) -> list[KubeObject]:
+        return [self.create(o) for o in objs]
+
+    def _create_unlocked(self, raw: dict[str, Any]) -> KubeObject:
+        kind = raw.get("kind")
+        try:
+            cls = _resolve_kind(str(kind)) if kind else None
+        except NotFound:
+            cls = None
+        if cls is None:
+            raise BadRequest(str(UnknownKindError(str(raw.get("apiVersion", "")), str(kind or ""))))
+        raw.setdefault("apiVersion", cls.API_VERSION)
+        md = raw.get("metadata")
+        if md is None:
+            md = raw["metadata"] = {}
+        if not isinstance(md, dict):
+            raise Invalid.of(cls.KIND, "", [FieldError("metadata", "must be an object")])
+        if cls.NAMESPACED:
+            md["namespace"] = md.get("namespace") or "default"
+        else:
+            md.pop("namespace", None)
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = f"{md['generateName']}{uuid.uuid4().hex[:5]}"
+        name = md.get("name") or ""
+        for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(f, None)
+        if cls is Pod:
+            try:
+                admit_pod(raw, lambda: self._bucket(PriorityClass).values(),  # type: ignore[arg-type,return-value]
+                          lambda n: self._bucket(PriorityClass).get(n),  # type: ignore[arg-type,return-value]
+                          strict_priority=self.strict_priority, default_tolerations=self.default_tolerations)
+            except (TypeError, AttributeError, ValueError):
+                pass  # malformed: validation below says where
+        errors = validate(raw)
+        if errors:
+            raise Invalid.of(cls.KIND, str(name), errors)
+        if cls.NAMESPACED:
+            ns = md["namespace"]
+            nso = self._bucket(Namespace).get(ns)
+            if nso is None:
+                if self.auto_create_namespaces:
+                    self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                else:
+                    raise NotFound(f'namespaces "{ns}" not found', kind="namespaces", name=ns)
+            elif nso.deletion_timestamp is not None:
+                raise Forbidden(f'{cls.PLURAL} "{name}" is forbidden: unable to create new content in namespace '
+                                f"{ns} because it is being terminated")
+        key = self._key(cls, md.get("namespace", ""), name)
+        if key in self._bucket(cls):
+            raise AlreadyExists.of(cls.PLURAL, name, _group(cls))
+        rv = self._next_rv()
+        md["uid"] = self._new_uid()
+        md["resourceVersion"] = str(rv)
+        md["creationTimestamp"] = format_time(self.now())
+        if cls is Namespace:
+            raw.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            raw.setdefault("status", {})["phase"] = "Active"
+        if "generation" not in md and cls in (Pod, PodDisruptionBudget):
+            md["generation"] = 1
+        obj = cls.from_dict(raw)
+        if cls is Pod:
+            raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
+        self._commit(cls, ADDED, None, obj, rv)
+        if cls is Pod or cls is PodDisruptionBudget:
+            self._sync_pdbs(obj.namespace)
+        return obj
+
+    # ------------------------------------------------------------------ update
+
+    def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
+        raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
+        with self._lock:
+            return self._update_unlocked(raw, subresource)
+
+    def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
+        return self.update(obj, "status")
+
+    def _update_unlocked(self, raw: dict[str, Any], subresource: str = "", *, check_rv: bool = True) -> KubeObject:
+        cls = _resolve_kind(str(raw.get("kind") or ""))
+        md = raw.get("metadata")
+        if not isinstance(md, dict):
+            raise Invalid.of(cls.KIND, "", [FieldError("metadata", "must be an object")])
+        name = md.get("name") or ""
+        ns = (md.get("namespace") or "default") if cls.NAMESPACED else ""
+        key = self._key(cls, ns, name)
+        old = self._bucket(cls).get(key)
+        if old is None:
+            raise NotFound.of(cls.PLURAL, name, _group(cls))
+        given_rv = str(md.get("resourceVersion") or "")
+        if check_rv and given_rv and given_rv != old.resource_version:
+            raise Conflict.of(cls.PLURAL, name, "the object has been modified; please apply your changes to the "
+                                                "latest version and try again", _group(cls))
+        if md.get("uid") and md["uid"] != old.uid:
+            raise Conflict.of(cls.PLURAL, name, f"Precondition failed: UID in precondition: {md['uid']}, UID in "
+                                                f"object meta: {old.uid}", _group(cls))
+        new_raw = self._merge_update(cls, old, raw, subresource)
+        if new_raw is None:
+            return old  # no-op: nothing changed, no new resourceVersion
+        if cls is Pod and subresource != "status":
+            self._check_pod_update(old, new_raw)  # type: ignore[arg-type]
+        errors = validate(new_raw)
+        if errors:
+            raise Invalid.of(cls.KIND, name, errors)
+        # Finalizers emptied on an object being deleted: it goes away now.
+        nmd = new_raw["metadata"]
+        if old.deletion_timestamp is not None and not nmd.get("finalizers") and not self._graceful_pending(old):
+            rv = self._next_rv()
+            gone = cls.from_dict(_with_meta(new_raw, resourceVersion=str(rv)))
+            self._commit(cls, DELETED, old, gone, rv)
+            self._after_pod_change(cls, gone)
+            return gone
+        rv = self._next_rv()
+        nmd["resourceVersion"] = str(rv)
+        new = cls.from_dict(new_raw)
+        self._commit(cls, MODIFIED, old, new, rv)
+        self._after_pod_change(cls, new)
+        return new
+
+    def _graceful_pending(self, obj: KubeObject) -> bool:
+        """A bound pod whose grace period has not yet run out (the kubelet has not finished)."""
+        return isinstance(obj, Pod) and bool(obj.node_name) and not obj.is_terminal and \
+            obj.deletion_timestamp is not None and obj.deletion_timestamp > self.now()
+
+    def _after_pod_change(self, cls: type[KubeObject], obj: KubeObject) -> None:
+        if cls is Pod or cls is PodDisruptionBudget:
+            self._sync_pdbs(obj.namespace)
+
+    def _merge_update(self, cls: type[KubeObject], old: KubeObject, raw: dict[str, Any],
+                      subresource: str) -> dict[str, Any] | None:
+        """The manifest to store, or None if the update changes nothing."""
+        old_raw = old.raw
+        omd = old_raw.get("metadata") or {}
+        if subresource == "status":
+            new_raw = dict(old_raw)
+            if "status" in raw:
+                new_raw["status"] = raw["status"]
+            new_md = dict(omd)
+        else:
+            new_raw = dict(raw)
+            if cls.KIND in _STATUS_SUBRESOURCE:
+                if "status" in old_raw:
+                    new_raw["status"] = old_raw["status"]
+                else:
+                    new_raw.pop("status", None)
+            new_md = dict(raw.get("metadata") or {})
+            # System fields are not the client's to change.
+            for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
+                      "namespace", "name"):
+                if f in omd:
+                    new_md[f] = omd[f]
+                else:
+                    new_md.pop(f, None)
+        new_md["resourceVersion"] = omd.get("resourceVersion")
+        new_raw["metadata"] = new_md
+        new_raw.setdefault("apiVersion", old_raw.get("apiVersion", cls.API_VERSION))
+        new_raw.setdefault("kind", cls.KIND)
+        if new_raw == old_raw:
+            return None
+        if subresource != "status" and "generation" in omd and new_raw.get("spec") != old_raw.get("spec"):
+            new_md["generation"] = int(omd["generation"]) + 1
+        return new_raw
+
+    @staticmethod
+    def _check_pod_update(old: Pod, new_raw: dict[str, Any]) -> None:
+        os_ = old.raw.get("spec") or {}
+        ns_ = new_raw.get("spec") or {}
+        if not isinstance(ns_, dict):
+            raise Invalid.of("Pod", old.name, [FieldError("spec", "must be an object")])
+        errs: list[FieldError] = []
+        for k in set(os_) | set(ns_):
+            if k in _POD_MUTABLE_SPEC:
+                continue
+            if k == "containers" or k == "initContainers":
+                a = [{**c, "image": None} for c in os_.get(k) or ()]
+                b = [{**c, "image": None} for c in ns_.get(k) or ()]
+                if a != b:
+                    errs.append(FieldError("spec", "Forbidden: pod updates may not change fields other than "
+                                                   "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                                                   "`spec.activeDeadlineSeconds`, `spec.tolerations` (only "
+                                                   "additions to existing tolerations), "
+                                                   "`spec.terminationGracePeriodSeconds`", "FieldValueForbidden"))
+                    break
+            elif os_.get(k) != ns_.get(k):
+                errs.append(FieldError("spec", "Forbidden: pod updates may not change fields other than "
+                                               "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                                               "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions "
+                                               "to existing tolerations), `spec.terminationGracePeriodSeconds`",
+                                       "FieldValueForbidden"))
+                break
+        old_gates = [g.get("name") for g in os_.get("schedulingGates") or ()]
+        new_gates = [g.get("name") for g in ns_.get("schedulingGates") or ()]
+        if any(g not in old_gates for g in new_gates):
+            errs.append(FieldError("spec.schedulingGates", "Forbidden: only deletion is allowed, but found new "
+                                                           "scheduling gate", "FieldValueForbidden"))
+        if errs:
+            raise Invalid.of("Pod", old.name, errs)
+
+    # ------------------------------------------------------------------ patch
+
+    def patch(self, kind: str | type[KubeObject], namespace: str, name: str, patch: Any,
+              content_type: str = "application/merge-patch+json", subresource: str = "") -> KubeObject:
+        cls = _resolve_kind(kind)
+        with self._lock:
+            old = self._bucket(cls).get(self._key(cls, namespace, name))
+            if old is None:
+                raise NotFound.of(cls.PLURAL, name, _group(cls))
+            try:
+                new_raw = apply_patch(copy.deepcopy(old.raw), patch, content_type)
+            except PatchError as e:
+                raise Invalid(f"the patch cannot be applied: {e}", kind=cls.KIND, name=name) from e
+            md = new_raw.get("metadata")
+            if not isinstance(md, dict):
+                raise Invalid.of(cls.KIND, name, [FieldError("metadata", "must be an object")])
+            # A patch only carries a resourceVersion precondition if it names one explicitly.
+            patched_rv = str(md.get("resourceVersion") or "")
+            check = patched_rv != old.resource_version
+            if not check:
+                md["resourceVersion"] = old.resource_version
+            md["name"] = name
+            if cls.NAMESPACED:
+                md["namespace"] = namespace
+            new_raw["kind"] = cls.KIND
+            return self._update_unlocked(new_raw, subresource, check_rv=check)
+
+    # ------------------------------------------------------------------ delete
+
+    def delete(self, kind: str | type[KubeObject], namespace: str, name: str, *,
+               grace_period_seconds: int | None = None, uid: str | None = None,
+               resource_version: str | None = None) -> KubeObject:
+        """Delete; bound pods are deleted gracefully (deletionTimestamp set, gone once the grace
+        period ends), objects with finalizers wait for them."""
+        cls = _resolve_kind(kind)
+        with self._lock:
+            old = self._bucket(cls).get(self._key(cls, namespace, name))
+            if old is None:
+                raise NotFound.of(cls.PLURAL, name, _group(cls))
+            if uid and uid != old.uid:
+                raise Conflict.of(cls.PLURAL, name, f"Precondition failed: UID in precondition: {uid}, UID in "
+                                                    f"object meta: {old.uid}", _group(cls))
+            if resource_version and resource_version != old.resource_version:
+                raise Conflict.of(cls.PLURAL, name, "Precondition failed: ResourceVersion in precondition: "
+                                                    f"{resource_version}, ResourceVersion in object meta: "
+                                                    f"{old.resource_version}", _group(cls))
+            return self._delete_unlocked(cls, old, grace_period_seconds)
+
+    def _delete_unlocked(self, cls: type[KubeObject], old: KubeObject, grace: int | None) -> KubeObject:
+        if cls is Namespace:
+            return self._delete_namespace(old)
+        period = 0
+        if isinstance(old, Pod) and old.node_name and not old.is_terminal:
+            period = grace if grace is not None else old.termination_grace_period_seconds
+        if old.deletion_timestamp is not None:
+            # Already terminating: only a shorter grace period changes anything.
+            if period >= (old.deletion_grace_period_seconds or 0) or old.finalizers:
+                return old
+        elif period == 0 and not old.finalizers:
+            return self._remove(cls, old)
+        if period == 0 and not old.finalizers:
+            return self._remove(cls, old)
+        rv = self._next_rv()
+        new = cls.from_dict(_with_meta(old.raw, resourceVersion=str(rv),
+                                       deletionTimestamp=format_time(self.now() + period),
+                                       deletionGracePeriodSeconds=period))
+        self._commit(cls, MODIFIED, old, new, rv)
+        self._after_pod_change(cls, new)
+        return new
+
+    def _remove(self, cls: type[KubeObject], old: KubeObject) -> KubeObject:
+        rv = self._next_rv()
+        gone = cls.from_dict(_with_meta(old.raw, resourceVersion=str(rv)))
+        self._commit(cls, DELETED, old, gone, rv)
+        self._after_pod_change(cls, gone)
+        return gone
+
+    def _delete_namespace(self, ns: KubeObject) -> KubeObject:
+        """Delete every object in the namespace, then the namespace."""
+        for k, cls in KINDS.items():
+            if not cls.NAMESPACED:
+                continue
+            for o in [o for o in self._objects[k].values() if o.namespace == ns.name]:
+                self._remove(cls, o)
+        return self._remove(Namespace, ns)
+
+    def finalize_expired(self) -> int:
+        """Remove bound pods whose graceful deletion period has ended (what the kubelet does once
+        a pod's containers stop). Returns how many were removed."""
+        now = self.now()
+        n = 0
+        with self._lock:
+            for o in list(self._objects["Pod"].values()):
+                if o.deletion_timestamp is not None and o.deletion_timestamp <= now and not o.finalizers:
+                    self._remove(Pod, o)
+                    n += 1
+        return n
+
+    def next_deletion_deadline(self) -> float | None:
+        with self._lock:
+            ts = [o.deletion_timestamp for o in self._objects["Pod"].values()
+                  if o.deletion_timestamp is not None and not o.finalizers]
+        return min(ts) if ts else None
+
+    # ------------------------------------------------------------------ pods subresources
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             annotations: dict[str, str] | None = None) -> Pod:
+        """``pods/binding``: set spec.nodeName once, with PodScheduled=True. With the conflict
+        resolver on, a binding that would over-commit the node fails with Conflict."""
+        with self._lock:
+            old = self._bucket(Pod).get(f"{namespace}/{name}")
+            if old is None:
+                raise NotFound.of("pods", name)
+            assert isinstance(old, Pod)
+            if uid and uid != old.uid:
+                raise Conflict.of("pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object "
+                                                f"meta: {old.uid}")
+            if old.deletion_timestamp is not None:
+                raise Conflict.of("pods", name, "pod is being deleted, cannot be assigned to a host")
+            if old.node_name:
+                raise Conflict.of("pods", name, f"pod {name} is already assigned to node \"{old.node_name}\"")
+            if not node_name:
+                raise Invalid.of("Binding", name, [FieldError("target.name", "Required value")])
+            if self.conflict_resolver:
+                node = self._bucket(Node).get(node_name)
+                why = self.accounting.check(old, node, node_name)  # type: ignore[arg-type]
+                if why is not None:
+                    raise Conflict.of("pods/binding", name, why)
+            rv = self._next_rv()
+            now_s = format_time(self.now())
+            raw = dict(old.raw)
+            spec = dict(raw.get("spec") or {})
+            spec["nodeName"] = node_name
+            raw["spec"] = spec
+            status = dict(raw.get("status") or {})
+            conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": now_s})
+            status["conditions"] = conds
+            raw["status"] = status
+            md = dict(raw["metadata"])
+            md["resourceVersion"] = str(rv)
+            if annotations:
+                md["annotations"] = {**(md.get("annotations") or {}), **annotations}
+            raw["metadata"] = md
+            new = copy.copy(old)
+            new.raw = raw
+            new.node_name = node_name
+            new.resource_version = str(rv)
+            new.conditions = conds
+            if annotations:
+                new.annotations = md["annotations"]
+            self._commit(Pod, MODIFIED, old, new, rv)
+            if self._pdb_namespaces.get(namespace):
+                self._sync_pdbs(namespace)
+            return new
+
+    def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> KubeObject:
+        """``pods/eviction``: delete the pod unless a PodDisruptionBudget forbids it (429)."""
+        with self._lock:
+            pod = self._bucket(Pod).get(f"{namespace}/{name}")
+            if pod is None:
+                raise NotFound.of("pods", name)
+            assert isinstance(pod, Pod)
+            ignore_pdb = pod.phase in ("Succeeded", "Failed", "Pending") or pod.deletion_timestamp is not None
+            if not ignore_pdb:
+                pdbs = [p for p in self._bucket(PodDisruptionBudget).values()
+                        if isinstance(p, PodDisruptionBudget) and pdb_matches(p, pod)]
+                if len(pdbs) > 1:
+                    raise InternalError("This pod has more than one PodDisruptionBudget, which the eviction "
+                                        "subresource does not support.")
+                if pdbs:
+                    pdb = pdbs[0]
+                    if pdb.disruptions_allowed <= 0:
+                        raise TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.",
+                                              causes=[{"reason": "DisruptionBudget",
+                                                       "message": f"The disruption budget {pdb.name} needs "
+                                                                  f"{pdb.desired_healthy} healthy pods and has "
+                                                                  f"{pdb.current_healthy} currently"}])
+                    status = dict(pdb.raw.get("status") or {})
+                    status["disruptionsAllowed"] = pdb.disruptions_allowed - 1
+                    status["disruptedPods"] = {**(status.get("disruptedPods") or {}),
+                                               pod.name: format_time(self.now())}
+                    self._write_status(PodDisruptionBudget, pdb, status)
+            return self._delete_unlocked(Pod, pod, grace_period_seconds)
+
+    def _write_status(self, cls: type[KubeObject], old: KubeObject, status: dict[str, Any]) -> KubeObject:
+        rv = self._next_rv()
+        raw = _with_meta(old.raw, resourceVersion=str(rv))
+        raw["status"] = status
+        new = cls.from_dict(raw)
+        self._commit(cls, MODIFIED, old, new, rv)
+        return new
+
+    # ------------------------------------------------------------------ disruption controller
+
+    def _sync_pdbs(self, namespace: str) -> None:
+        pdbs = [p for p in self._objects["PodDisruptionBudget"].values() if p.namespace == namespace]
+        self._pdb_namespaces[namespace] = len(pdbs)
+        if not pdbs:
+            return
+        pods = [p for p in self._objects["Pod"].values() if p.namespace == namespace]
+        now = self.now()
+        for pdb in pdbs:
+            assert isinstance(pdb, PodDisruptionBudget)
+            disrupted = {k: t for k, v in pdb.disrupted_pods.items() if (t := parse_time(v)) is not None}
+            status = compute_pdb_status(pdb, pods, now, disrupted)  # type: ignore[arg-type]
+            if status != pdb.raw.get("status"):
+                self._write_status(PodDisruptionBudget, pdb, status)
+
+    # ------------------------------------------------------------------ convenience
+
+    def apply_objects(self, objs: Iterable[KubeObject | dict[str, Any]]) -> tuple[list[KubeObject], list[ApiError]]:
+        """Create each object, collecting errors instead of stopping at the first."""
+        done: list[KubeObject] = []
+        errors: list[ApiError] = []
+        for o in objs:
+            try:
+                done.append(self.create(o))
+            except ApiError as e:
+                errors.append(e)
+        return done, errors

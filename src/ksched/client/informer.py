@@ -1,0 +1,461 @@
+"""Informers as client-go has them: a reflector (list, then watch from the list's
+resourceVersion; relist on 410 Gone or a broken watch), a delta FIFO, an indexer and
+add/update/delete handlers.
+
+Two ways to drive them:
+
+* ``poll()`` / ``process()`` -- non-blocking steps, for a single-threaded loop (simulation and
+  the in-process benchmark), which keeps runs deterministic;
+* ``start()`` -- a background thread runs the reflector; handlers still run in whichever
+  thread calls ``process()`` (the scheduling loop), so caches need no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ksched.api.labels import FieldSelector, LabelSelector
+from ksched.api.meta import KubeObject
+from ksched.apiserver.errors import ApiError, Gone
+from ksched.client.interface import ClusterClient, WatchStream
+
+__all__ = [
+    "DeletedFinalStateUnknown",
+    "DeltaFIFO",
+    "EventHandler",
+    "Indexer",
+    "InformerFactory",
+    "Reflector",
+    "SharedInformer",
+]
+
+log = logging.getLogger(__name__)
+
+ADDED = "Added"
+UPDATED = "Updated"
+DELETED = "Deleted"
+REPLACED = "Replaced"
+
+
+@dataclass(slots=True, frozen=True)
+class DeletedFinalStateUnknown:
+    """A deletion noticed on relist (the watch missed it); ``obj`` is the last state known."""
+
+    key: str
+    obj: KubeObject
+
+
+def object_key(obj: KubeObject | DeletedFinalStateUnknown) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return obj.key
+
+
+class DeltaFIFO:
+    """Keys in arrival order, each with the deltas seen for it since it was last popped."""
+
+    def __init__(self, known_keys: Callable[[], Iterable[str]], known_object: Callable[[str], KubeObject | None]) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[str] = deque()
+        self._items: dict[str, list[tuple[str, Any]]] = {}
+        self._known_keys = known_keys
+        self._known_object = known_object
+
+    def _add(self, dtype: str, obj: Any) -> None:
+        key = object_key(obj)
+        deltas = self._items.get(key)
+        if deltas is None:
+            self._items[key] = [(dtype, obj)]
+            self._queue.append(key)
+        else:
+            if dtype == DELETED and deltas[-1][0] == DELETED:
+                return  # de-duplicate consecutive deletions
+            deltas.append((dtype, obj))
+
+    def add(self, obj: KubeObject) -> None:
+        with self._lock:
+            self._add(ADDED, obj)
+
+    def update(self, obj: KubeObject) -> None:
+        with self._lock:
+            self._add(UPDATED, obj)
+
+    def delete(self, obj: KubeObject) -> None:
+        with self._lock:
+            self._add(DELETED, obj)
+
+    def replace(self, objs: list[KubeObject]) -> None:
+        """A full list: Replaced for each object, Deleted (final state unknown) for every key the
+        indexer knows that the list no longer has."""
+        with self._lock:
+            listed = set()
+            for o in objs:
+                listed.add(o.key)
+                self._add(REPLACED, o)
+            for k in list(self._known_keys()):
+                if k in listed:
+                    continue
+                if k in self._items and self._items[k][-1][0] == DELETED:
+                    continue
+                last = self._known_object(k)
+                if last is not None:
+                    self._add(DELETED, DeletedFinalStateUnknown(k, last))
+
+    def pop_all(self) -> list[tuple[str, list[tuple[str, Any]]]]:
+        with self._lock:
+            out = [(k, self._items.pop(k)) for k in self._queue]
+            self._queue.clear()
+            return out
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+
+IndexFunc = Callable[[KubeObject], list[str]]
+
+
+class Indexer:
+    """Objects by key, with secondary indices (``namespace`` always; others by name)."""
+
+    def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self.items: dict[str, KubeObject] = {}
+        self._indexers: dict[str, IndexFunc] = {"namespace": lambda o: [o.namespace]}
+        if indexers:
+            self._indexers.update(indexers)
+        self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+
+    def add_indexer(self, name: str, fn: IndexFunc) -> None:
+        self._indexers[name] = fn
+        idx: dict[str, set[str]] = {}
+        for k, o in self.items.items():
+            for v in fn(o):
+                idx.setdefault(v, set()).add(k)
+        self._indices[name] = idx
+
+    def _unindex(self, key: str, obj: KubeObject) -> None:
+        for name, fn in self._indexers.items():
+            idx = self._indices[name]
+            for v in fn(obj):
+                s = idx.get(v)
+                if s is not None:
+                    s.discard(key)
+                    if not s:
+                        del idx[v]
+
+    def _index(self, key: str, obj: KubeObject) -> None:
+        for name, fn in self._indexers.items():
+            idx = self._indices[name]
+            for v in fn(obj):
+                s = idx.get(v)
+                if s is None:
+                    idx[v] = {key}
+                else:
+                    s.add(key)
+
+    def upsert(self, obj: KubeObject) -> KubeObject | None:
+        key = obj.key
+        old = self.items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self.items[key] = obj
+        self._index(key, obj)
+        return old
+
+    def remove(self, key: str) -> KubeObject | None:
+        old = self.items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def get(self, key: str) -> KubeObject | None:
+        return self.items.get(key)
+
+    def by_index(self, name: str, value: str) -> list[KubeObject]:
+        keys = self._indices[name].get(value, ())
+        return [self.items[k] for k in keys]
+
+    def list(self) -> list[KubeObject]:
+        return list(self.items.values())
+
+    def keys(self) -> list[str]:
+        return list(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class EventHandler:
+    """Callbacks for one consumer; ``filter`` (if set) limits which objects it sees, and an
+    object moving out of the filter is delivered as a deletion (as FilteringResourceEventHandler)."""
+
+    __slots__ = ("filter", "on_add", "on_delete", "on_update")
+
+    def __init__(self, on_add: Callable[[Any], None] | None = None,
+                 on_update: Callable[[Any, Any], None] | None = None,
+                 on_delete: Callable[[Any], None] | None = None,
+                 filter: Callable[[Any], bool] | None = None) -> None:
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+        self.filter = filter
+
+    def add(self, obj: Any) -> None:
+        if self.filter is not None and not self.filter(obj):
+            return
+        if self.on_add is not None:
+            self.on_add(obj)
+
+    def update(self, old: Any, new: Any) -> None:
+        f = self.filter
+        if f is None:
+            if self.on_update is not None:
+                self.on_update(old, new)
+            return
+        was, now = f(old), f(new)
+        if was and now:
+            if self.on_update is not None:
+                self.on_update(old, new)
+        elif now:
+            if self.on_add is not None:
+                self.on_add(new)
+        elif was and self.on_delete is not None:
+            self.on_delete(old)
+
+    def delete(self, obj: Any) -> None:
+        if self.filter is not None:
+            target = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            if not self.filter(target):
+                return
+        if self.on_delete is not None:
+            self.on_delete(obj)
+
+
+class Reflector:
+    """List, then watch from the list's resourceVersion; relist on Gone or a broken watch."""
+
+    def __init__(self, client: ClusterClient, kind: str, fifo: DeltaFIFO, namespace: str | None = None,
+                 label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None) -> None:
+        self.client = client
+        self.kind = kind
+        self.fifo = fifo
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.last_rv = ""
+        self.watch: WatchStream | None = None
+        self.listed = False
+        self.relists = 0
+        self.rewatches = 0
+        self.notify: Callable[[], None] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def list_and_watch(self) -> None:
+        items, rv = self.client.list(self.kind, self.namespace, self.label_selector, self.field_selector)
+        self.fifo.replace(items)
+        self.last_rv = rv
+        if self.listed:
+            self.relists += 1
+        self.listed = True
+        self._watch()
+
+    def _watch(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+        self.watch = self.client.watch(self.kind, self.namespace, self.last_rv, self.label_selector,
+                                       self.field_selector, bookmarks=True)
+        if self.notify is not None and hasattr(self.watch, "notify"):
+            self.watch.notify = self.notify  # type: ignore[attr-defined]
+
+    def _handle(self, ev: Any) -> None:
+        t = ev.type
+        if t == "BOOKMARK":
+            self.last_rv = str(ev.resource_version)
+            return
+        if t == "ERROR":
+            raise Gone("watch error")
+        obj = ev.object
+        if t == "ADDED":
+            self.fifo.add(obj)
+        elif t == "MODIFIED":
+            self.fifo.update(obj)
+        elif t == "DELETED":
+            self.fifo.delete(obj)
+        self.last_rv = obj.resource_version if obj is not None and obj.resource_version else str(ev.resource_version)
+
+    def _resume(self) -> None:
+        """The watch ended: watch again from the last version seen; relist if it is too old."""
+        try:
+            self.rewatches += 1
+            self._watch()
+        except Gone:
+            self.list_and_watch()
+
+    def poll(self) -> int:
+        """Move every event already received into the FIFO (non-blocking). Returns how many."""
+        if not self.listed:
+            self.list_and_watch()
+        w = self.watch
+        assert w is not None
+        n = 0
+        try:
+            evs = w.drain()
+            for ev in evs:
+                self._handle(ev)
+            n += len(evs)
+            if w.closed:
+                self._resume()
+                for ev in self.watch.drain():  # type: ignore[union-attr]
+                    self._handle(ev)
+                    n += 1
+        except Gone:
+            self.list_and_watch()
+        return n
+
+    # ---- background mode -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"reflector-{self.kind}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                if not self.listed:
+                    self.list_and_watch()
+                w = self.watch
+                assert w is not None
+                ev = w.next(timeout=1.0)
+                if ev is not None:
+                    self._handle(ev)
+                    if self.notify is not None:
+                        self.notify()
+                elif w.closed:
+                    self._resume()
+                backoff = 0.2
+            except Gone:
+                try:
+                    self.list_and_watch()
+                except ApiError as e:
+                    log.warning("relist of %s failed: %s", self.kind, e)
+                    self._stop.wait(backoff)
+            except Exception as e:
+                log.warning("watch of %s failed: %s; retrying", self.kind, e)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                try:
+                    self._resume()
+                except Exception as e2:
+                    log.debug("resume failed: %s", e2)
+                    self.listed = False
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.watch is not None:
+            self.watch.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class SharedInformer:
+    """A reflector, a delta FIFO and an indexer for one kind, feeding any number of handlers."""
+
+    def __init__(self, client: ClusterClient, kind: str, namespace: str | None = None,
+                 label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,
+                 indexers: dict[str, IndexFunc] | None = None) -> None:
+        self.kind = kind
+        self.indexer = Indexer(indexers)
+        self.fifo = DeltaFIFO(self.indexer.keys, self.indexer.get)
+        self.reflector = Reflector(client, kind, self.fifo, namespace, label_selector, field_selector)
+        self.handlers: list[EventHandler] = []
+
+    def add_handler(self, handler: EventHandler) -> None:
+        self.handlers.append(handler)
+        for o in self.indexer.list():
+            handler.add(o)
+
+    def has_synced(self) -> bool:
+        return self.reflector.listed and len(self.fifo) == 0
+
+    def process(self) -> int:
+        """Apply the queued deltas to the indexer and call the handlers. Returns deltas applied."""
+        n = 0
+        for key, deltas in self.fifo.pop_all():
+            for dtype, obj in deltas:
+                n += 1
+                if dtype == DELETED:
+                    old = self.indexer.remove(key)
+                    if old is None and not isinstance(obj, DeletedFinalStateUnknown):
+                        continue
+                    for h in self.handlers:
+                        h.delete(obj)
+                else:
+                    old = self.indexer.upsert(obj)
+                    if old is None:
+                        for h in self.handlers:
+                            h.add(obj)
+                    elif old.resource_version != obj.resource_version or dtype == UPDATED:
+                        for h in self.handlers:
+                            h.update(old, obj)
+        return n
+
+    def poll(self) -> int:
+        """Non-blocking: take what the watch has and deliver it."""
+        self.reflector.poll()
+        return self.process()
+
+    def list(self) -> list[KubeObject]:
+        return self.indexer.list()
+
+    def get(self, key: str) -> KubeObject | None:
+        return self.indexer.get(key)
+
+
+class InformerFactory:
+    """One shared informer per kind for a client."""
+
+    def __init__(self, client: ClusterClient) -> None:
+        self.client = client
+        self.informers: dict[str, SharedInformer] = {}
+        self.notify: Callable[[], None] | None = None
+
+    def informer(self, kind: str, **kwargs: Any) -> SharedInformer:
+        inf = self.informers.get(kind)
+        if inf is None:
+            inf = self.informers[kind] = SharedInformer(self.client, kind, **kwargs)
+            inf.reflector.notify = self.notify
+        return inf
+
+    def poll(self) -> int:
+        n = 0
+        for inf in self.informers.values():
+            n += inf.poll()
+        return n
+
+    def pending(self) -> bool:
+        """Whether any watch has events not yet taken (in-process watches only)."""
+        for inf in self.informers.values():
+            w = inf.reflector.watch
+            if w is None or len(inf.fifo) or (hasattr(w, "pending") and w.pending()) or w.closed:  # type: ignore[attr-defined]
+                return True
+        return False
+
+    def start(self) -> None:
+        for inf in self.informers.values():
+            inf.reflector.start()
+
+    def process(self) -> int:
+        n = 0
+        for inf in self.informers.values():
+            n += inf.process()
+        return n
+
+    def stop(self) -> None:
+        for inf in self.informers.values():
+            inf.reflector.stop()

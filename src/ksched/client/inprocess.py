@@ -1,0 +1,54 @@
+"""The in-process ``ClusterClient``: calls the embedded store directly (no serialization; the
+objects handed out are the store's immutable objects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ksched.api.labels import FieldSelector, LabelSelector
+from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod
+from ksched.apiserver.store import Store, Watch
+
+__all__ = ["InProcessClient"]
+
+
+class InProcessClient:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: LabelSelector | None = None,
+             field_selector: FieldSelector | None = None) -> tuple[list[KubeObject], str]:
+        items, rv, _ = self.store.list(kind, namespace, label_selector, field_selector)
+        return items, str(rv)
+
+    def watch(self, kind: str, namespace: str | None = None, resource_version: str = "",
+              label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,
+              bookmarks: bool = True) -> Watch:
+        return self.store.watch(kind, namespace, resource_version, label_selector, field_selector, bookmarks)
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject:
+        return self.store.get(kind, namespace, name)
+
+    def create(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
+        return self.store.create(obj)
+
+    def update(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
+        return self.store.update(obj)
+
+    def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
+        return self.store.update(obj, "status")
+
+    def patch(self, kind: str, namespace: str, name: str, patch: Any,
+              content_type: str = "application/merge-patch+json", subresource: str = "") -> KubeObject:
+        return self.store.patch(kind, namespace, name, patch, content_type, subresource)
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
+               uid: str | None = None) -> KubeObject | None:
+        return self.store.delete(kind, namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+    def bind(self, pod: Pod, node_name: str, annotations: dict[str, str] | None = None) -> None:
+        self.store.bind(pod.namespace, pod.name, node_name, uid=pod.uid, annotations=annotations)
+
+    def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> None:
+        self.store.evict(namespace, name, grace_period_seconds)
