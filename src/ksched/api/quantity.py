@@ -3,7 +3,9 @@
 A quantity is held as an integer number of nano-units: upstream keeps precision only down to
 1n and rounds anything finer away from zero, so ``value * 10**9`` is always an integer.  The
 scheduler reads quantities as CPU milli-units (:func:`milli_value`) or base units
-(:func:`value`), both rounded up as upstream's ``MilliValue`` and ``Value`` do.
+(:func:`value`), both rounded up as upstream's ``MilliValue`` and ``Value`` do (away from zero:
+a ceiling for the non-negative amounts resources are, ``-1.5`` -> ``-2`` as upstream's int64
+path does).
 
 Formatting follows upstream's canonical form: the format of the suffix the quantity was
 written with (DecimalSI, BinarySI or DecimalExponent), no fractional digits, the largest
@@ -72,12 +74,12 @@ class Quantity:
         return cls(v * NANO, format)
 
     def milli_value(self) -> int:
-        """``ceil(q * 1000)``, as upstream's MilliValue."""
-        return -((-self.nanos) // 10**6)
+        """``q * 1000`` rounded up (away from zero), as upstream's MilliValue."""
+        return _scale_up(self.nanos, 10**6)
 
     def value(self) -> int:
-        """``ceil(q)``, as upstream's Value."""
-        return -((-self.nanos) // NANO)
+        """``q`` rounded up (away from zero), as upstream's Value."""
+        return _scale_up(self.nanos, NANO)
 
     def is_zero(self) -> bool:
         return self.nanos == 0
@@ -111,6 +113,13 @@ class Quantity:
     def __sub__(self, other: Quantity) -> Quantity:
         fmt = other.format if self.nanos == 0 else self.format
         return Quantity(self.nanos - other.nanos, fmt)
+
+
+def _scale_up(nanos: int, unit: int) -> int:
+    """``nanos / unit`` with the magnitude rounded up (upstream's negativeScaleInt64)."""
+    if nanos >= 0:
+        return -((-nanos) // unit)
+    return -((nanos * -1 + unit - 1) // unit)
 
 
 def _split(text: str) -> tuple[bool, str, str, str]:
@@ -247,12 +256,12 @@ def _nanos(text: str | int | float) -> int:
 
 def milli_value(text: str | int | float) -> int:
     """Milli-units of a quantity, rounded up (CPU)."""
-    return -((-_nanos(text)) // 10**6)
+    return _scale_up(_nanos(text), 10**6)
 
 
 def value(text: str | int | float) -> int:
     """Base units of a quantity, rounded up (memory, storage, counts)."""
-    return -((-_nanos(text)) // NANO)
+    return _scale_up(_nanos(text), NANO)
 
 
 def _canonical(nanos: int, fmt: str) -> str:
