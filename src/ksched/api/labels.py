@@ -135,6 +135,8 @@ class LabelSelector:
                 parts.append(f"{r.key}={r.values[0]}")
             elif r.op == "In":
                 parts.append(f"{r.key} in ({','.join(r.values)})")
+            elif r.op == "NotIn" and len(r.values) == 1:
+                parts.append(f"{r.key}!={r.values[0]}")
             elif r.op == "NotIn":
                 parts.append(f"{r.key} notin ({','.join(r.values)})")
             elif r.op == "Exists":
@@ -142,92 +144,195 @@ class LabelSelector:
             elif r.op == "DoesNotExist":
                 parts.append(f"!{r.key}")
             else:
-                parts.append(f"{r.key} {r.op.lower()} {r.values[0]}")
+                parts.append(f"{r.key}{'>' if r.op == 'Gt' else '<'}{r.values[0]}")
         return ",".join(parts)
 
 
 EVERYTHING = LabelSelector()
 NOTHING = LabelSelector.nothing()
 
-_TOKEN = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s!=(),]+)")
+# ---- the selector string grammar, as k8s.io/apimachinery/pkg/labels/selector.go parses it
+
+_SPECIAL = "=!(),><"
+_OPERATORS = ("!=", "==", "=", "!", "(", ")", ",", ">", "<")
+_IDENT, _IN, _NOTIN, _EOS = "identifier", "in", "notin", "end of string"
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _lex(text: str) -> list[tuple[str, str]]:
+    """Tokens as (type, literal); an operator's type is its literal."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if ch in _SPECIAL:
+            two = text[i:i + 2]
+            lit = two if two in ("!=", "==") else ch
+            out.append((lit, lit))
+            i += len(lit)
+            continue
+        j = i
+        while j < n and not text[j].isspace() and text[j] not in _SPECIAL:
+            j += 1
+        lit = text[i:j]
+        out.append((_IN if lit == "in" else _NOTIN if lit == "notin" else _IDENT, lit))
+        i = j
+    out.append((_EOS, ""))
+    return out
+
+
+def _check_key(key: str) -> str | None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return f"invalid label key {key!r}: prefix part must be a lowercase RFC 1123 subdomain"
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        return (f"invalid label key {key!r}: name part must consist of alphanumeric characters, '-', '_' "
+                "or '.', must start and end with an alphanumeric character, and be at most 63 characters")
+    return None
+
+
+def _check_value(v: str) -> str | None:
+    if len(v) > 63 or not _LABEL_VALUE.match(v):
+        return (f"invalid label value {v!r}: must be 63 characters or less and must be empty or begin and end "
+                "with an alphanumeric character with '-', '_', '.' or alphanumerics between")
+    return None
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _lex(text)
+        self.pos = 0
+
+    def err(self, msg: str) -> SelectorError:
+        return SelectorError(f"unable to parse requirement: {msg} (in {self.text!r})")
+
+    def peek(self, values: bool = True) -> tuple[str, str]:
+        t, lit = self.toks[self.pos]
+        if values and t in (_IN, _NOTIN):
+            t = _IDENT  # in a value position the keywords are plain identifiers
+        return t, lit
+
+    def take(self, values: bool = True) -> tuple[str, str]:
+        tok = self.peek(values)
+        if self.pos < len(self.toks) - 1:
+            self.pos += 1
+        return tok
+
+    def parse(self) -> list[Requirement]:
+        reqs: list[Requirement] = []
+        while True:
+            t, lit = self.peek()
+            if t == _EOS:
+                return reqs
+            if t not in (_IDENT, "!"):
+                raise self.err(f"found '{lit}', expected: !, identifier, or 'end of string'")
+            reqs.append(self.requirement())
+            t, lit = self.take()
+            if t == _EOS:
+                return reqs
+            if t != ",":
+                raise self.err(f"found '{lit}', expected: ',' or 'end of string'")
+            t, lit = self.peek()
+            if t not in (_IDENT, "!"):
+                raise self.err(f"found '{lit}', expected: identifier after ','")
+
+    def requirement(self) -> Requirement:
+        op = ""
+        t, key = self.take()
+        if t == "!":
+            op = "DoesNotExist"
+            t, key = self.take()
+        if t != _IDENT:
+            raise self.err(f"found '{key}', expected: identifier")
+        why = _check_key(key)
+        if why:
+            raise self.err(why)
+        if op or self.peek()[0] in (_EOS, ","):
+            return Requirement(key, op or "Exists")
+        t, lit = self.take(values=False)
+        if t in (_IN, _NOTIN):
+            values = self.set_values()
+            return self.make(key, "In" if t == _IN else "NotIn", values)
+        if t in ("=", "==", "!=", ">", "<"):
+            values = self.exact_value()
+            ops = {"=": "In", "==": "In", "!=": "NotIn", ">": "Gt", "<": "Lt"}
+            return self.make(key, ops[t], values)
+        raise self.err(f"found '{lit}', expected: in, notin, =, ==, !=, gt, lt")
+
+    def set_values(self) -> list[str]:
+        t, lit = self.take()
+        if t != "(":
+            raise self.err(f"found '{lit}', expected: '('")
+        t, lit = self.peek()
+        if t == ")":
+            self.take()
+            return [""]
+        if t not in (_IDENT, ","):
+            raise self.err(f"found '{lit}', expected: ',', ')' or identifier")
+        vals: list[str] = []
+        while True:
+            t, lit = self.take()
+            if t == _IDENT:
+                vals.append(lit)
+                t2, lit2 = self.peek()
+                if t2 == ",":
+                    continue
+                if t2 == ")":
+                    break
+                raise self.err(f"found '{lit2}', expected: ',' or ')'")
+            elif t == ",":
+                if not vals:
+                    vals.append("")  # "(,"
+                t2, _ = self.peek()
+                if t2 == ")":
+                    vals.append("")  # ",)"
+                    break
+                if t2 == ",":
+                    self.take()
+                    vals.append("")  # ",,"
+            else:
+                raise self.err(f"found '{lit}', expected: ',', or identifier")
+        t, lit = self.take()
+        if t != ")":
+            raise self.err(f"found '{lit}', expected: ')'")
+        return vals
+
+    def exact_value(self) -> list[str]:
+        t, lit = self.peek()
+        if t in (_EOS, ","):
+            return [""]
+        t, lit = self.take()
+        if t == _IDENT:
+            return [lit]
+        raise self.err(f"found '{lit}', expected: identifier")
+
+    def make(self, key: str, op: str, values: list[str]) -> Requirement:
+        vals = tuple(sorted(set(values)))
+        if op in ("Gt", "Lt"):
+            try:
+                int(vals[0])
+            except ValueError:
+                raise self.err(f"for 'Gt', 'Lt' operators, the value must be an integer: {vals[0]!r}") from None
+        for v in vals:
+            why = _check_value(v)
+            if why:
+                raise self.err(why)
+        return Requirement(key, op, vals)
 
 
 def parse_label_selector(text: str) -> LabelSelector:
-    """Parse the string form used in ``?labelSelector=`` (``a=b,c!=d,e in (f,g),!h,i``)."""
-    text = text.strip()
-    if not text:
+    """Parse the string form used in ``?labelSelector=`` and ``kubectl -l`` (``a=b,c!=d,e in (f,g),
+    !h,i,j>1``) with upstream's grammar and checks; requirements are sorted by key, as upstream."""
+    reqs = _Parser(text).parse()
+    if not reqs:
         return EVERYTHING
-    tokens: list[str] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise SelectorError(f"unable to parse requirement: {text!r}")
-        tokens.append(m.group(1))
-        pos = m.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    reqs: list[Requirement] = []
-    i = 0
-
-    def expect_value() -> str:
-        nonlocal i
-        if i >= len(tokens) or tokens[i] in ("=", "==", "!=", "(", ")", ",", "!"):
-            raise SelectorError(f"expected a value in {text!r}")
-        v = tokens[i]
-        i += 1
-        return v
-
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok == "!":
-            i += 1
-            reqs.append(Requirement(expect_value(), "DoesNotExist"))
-        else:
-            key = tok
-            i += 1
-            if i >= len(tokens) or tokens[i] == ",":
-                reqs.append(Requirement(key, "Exists"))
-            elif tokens[i] in ("=", "=="):
-                i += 1
-                val = tokens[i] if i < len(tokens) and tokens[i] not in (",",) else ""
-                if val:
-                    i += 1
-                reqs.append(Requirement(key, "In", (val,)))
-            elif tokens[i] == "!=":
-                i += 1
-                val = tokens[i] if i < len(tokens) and tokens[i] not in (",",) else ""
-                if val:
-                    i += 1
-                reqs.append(Requirement(key, "NotIn", (val,)))
-            elif tokens[i] in ("in", "notin"):
-                op = "In" if tokens[i] == "in" else "NotIn"
-                i += 1
-                if i >= len(tokens) or tokens[i] != "(":
-                    raise SelectorError(f"expected '(' after {tokens[i - 1]!r} in {text!r}")
-                i += 1
-                vals: list[str] = []
-                while i < len(tokens) and tokens[i] != ")":
-                    if tokens[i] == ",":
-                        i += 1
-                        continue
-                    vals.append(tokens[i])
-                    i += 1
-                if i >= len(tokens):
-                    raise SelectorError(f"missing ')' in {text!r}")
-                i += 1
-                reqs.append(Requirement(key, op, tuple(vals)))
-            elif tokens[i] in ("gt", "lt"):
-                op = "Gt" if tokens[i] == "gt" else "Lt"
-                i += 1
-                reqs.append(Requirement(key, op, (expect_value(),)))
-            else:
-                raise SelectorError(f"unable to parse requirement {key!r} in {text!r}")
-        if i < len(tokens):
-            if tokens[i] != ",":
-                raise SelectorError(f"expected ',' in {text!r}")
-            i += 1
-    return LabelSelector(tuple(reqs))
+    return LabelSelector(tuple(sorted(reqs, key=lambda r: r.key)))
 
 
 class NodeSelectorRequirement:
@@ -328,22 +433,73 @@ class FieldSelector:
         return {f for f, _, _ in self.terms}
 
 
-def parse_field_selector(text: str) -> FieldSelector:
-    text = text.strip()
-    if not text:
-        return FieldSelector(())
-    terms = []
-    for part in text.split(","):
-        part = part.strip()
-        if "!=" in part:
-            f, v = part.split("!=", 1)
-            terms.append((f.strip(), False, v.strip()))
-        elif "==" in part:
-            f, v = part.split("==", 1)
-            terms.append((f.strip(), True, v.strip()))
-        elif "=" in part:
-            f, v = part.split("=", 1)
-            terms.append((f.strip(), True, v.strip()))
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    esc = False
+    for ch in text:
+        if esc:
+            cur.append(ch)
+            esc = False
+        elif ch == "\\":
+            cur.append(ch)
+            esc = True
+        elif ch == sep:
+            parts.append("".join(cur))
+            cur = []
         else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _unescape_field_value(v: str, selector: str) -> str:
+    out: list[str] = []
+    esc = False
+    for ch in v:
+        if esc:
+            if ch not in "\\,=":
+                raise SelectorError(f"invalid field selector {selector!r}: invalid escape sequence '\\{ch}'")
+            out.append(ch)
+            esc = False
+        elif ch == "\\":
+            esc = True
+        elif ch in ",=":
+            raise SelectorError(f"invalid field selector {selector!r}: invalid character '{ch}' in value; "
+                                "',' and '=' must be escaped with a backslash")
+        else:
+            out.append(ch)
+    if esc:
+        raise SelectorError(f"invalid field selector {selector!r}: invalid escape sequence '\\'")
+    return "".join(out)
+
+
+def parse_field_selector(text: str) -> FieldSelector:
+    """Parse ``metadata.name=x,spec.nodeName!=y`` as upstream's fields.ParseSelector: ``=``, ``==``
+    and ``!=`` (the first operator in a term wins), ``\\``, ``\\,`` and ``\\=`` escapes in
+    values, an unescaped ``,`` or ``=`` in a value is an error."""
+    text = text.strip()
+    terms = []
+    for part in _split_unescaped(text, ","):
+        if not part.strip():
+            continue
+        i, n = 0, len(part)
+        found: tuple[int, str] | None = None
+        while i < n:
+            if part[i] == "\\":
+                i += 2
+                continue
+            for op in ("!=", "==", "="):
+                if part.startswith(op, i):
+                    found = (i, op)
+                    break
+            if found:
+                break
+            i += 1
+        if found is None:
             raise SelectorError(f"invalid field selector {part!r}: expected field=value or field!=value")
-    return FieldSelector(tuple(terms))
+        pos, op = found
+        field = part[:pos].strip()
+        val = _unescape_field_value(part[pos + len(op):].strip(), text)
+        terms.append((field, op != "!=", val))
+    return FieldSelector(tuple(sorted(terms)))
