@@ -90,10 +90,22 @@ def _plain(c: Container) -> dict[str, int]:
     return c.requests
 
 
-def _non_zero(c: Container) -> dict[str, int]:
-    r = c.requests
-    return {CPU: r.get(CPU, DEFAULT_MILLI_CPU_REQUEST),
-            MEMORY: r.get(MEMORY, DEFAULT_MEMORY_REQUEST)}
+_DEFAULTS = ((CPU, DEFAULT_MILLI_CPU_REQUEST), (MEMORY, DEFAULT_MEMORY_REQUEST))
+
+
+def _non_zero_fn(defaults: dict[str, int]) -> object:
+    def per_container(c: Container) -> dict[str, int]:
+        r = c.requests
+        return {CPU: r.get(CPU, defaults.get(CPU, 0)), MEMORY: r.get(MEMORY, defaults.get(MEMORY, 0))}
+    return per_container
+
+
+def _pod_level_set(pod: Pod) -> bool:
+    """Pod-level resources name cpu, memory or hugepages (upstream's IsPodLevelResourcesSet)."""
+    for k in pod.pod_level_requests:
+        if k in _POD_LEVEL or is_hugepages(k):
+            return True
+    return False
 
 
 def pod_requests(pod: Pod) -> dict[str, int]:
@@ -114,12 +126,24 @@ def pod_requests(pod: Pod) -> dict[str, int]:
 
 def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     """(milli-CPU, memory) with upstream's per-container defaults (100m, 200Mi) for containers
-    that have no request; used for scoring and NonZeroRequested."""
+    that have no request key (an explicit 0 is kept); used for scoring and NonZeroRequested.
+    With pod-level resources set, a default applies only where the pod level, every container and
+    the overhead all lack the resource."""
     c = pod.cached()
     r = c.get("non_zero")
     if r is None:
         plr = pod.pod_level_requests
-        nz = _requests(pod.containers, pod.init_containers, _non_zero)
+        if _pod_level_set(pod):
+            # Upstream's getNonMissingContainerRequests: with pod-level resources, a default applies
+            # only where neither the pod level nor any container (nor the overhead) names it.
+            present = {k for k in plr if k in _POD_LEVEL or is_hugepages(k)}
+            present.update(pod.overhead)
+            for ct in (*pod.containers, *pod.init_containers):
+                present.update(ct.requests)
+            defaults = {k: d for k, d in _DEFAULTS if k not in present}
+        else:
+            defaults = dict(_DEFAULTS)
+        nz = _requests(pod.containers, pod.init_containers, _non_zero_fn(defaults))
         cpu = nz.get(CPU, 0)
         mem = nz.get(MEMORY, 0)
         if CPU in plr:
@@ -139,7 +163,7 @@ def qos_class(pod: Pod) -> str:
     if q is not None:
         return q
     raw_res = ((pod.raw.get("spec") or {}).get("resources") or {})
-    if raw_res.get("requests") or raw_res.get("limits"):
+    if _pod_level_set(pod):
         limits_raw = raw_res.get("limits") or {}
         groups: list[tuple[dict[str, int], dict[str, int]]] = [
             (pod.pod_level_requests, {k: resource_units(k, v) for k, v in limits_raw.items()})]
