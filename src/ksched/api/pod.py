@@ -214,7 +214,12 @@ class Pod(KubeObject):
         return None
 
     def host_ports(self) -> list[ContainerPort]:
-        """Container ports with a hostPort (init containers included, as upstream)."""
-        out = [p for c in self.containers for p in c.ports if p.host_port > 0]
-        out.extend(p for c in self.init_containers for p in c.ports if p.host_port > 0)
+        """Ports with a hostPort: restartable init containers (sidecars, which run for the pod's
+        whole life) first, then regular containers, as upstream's GetHostPorts."""
+        c = self._cache
+        if c is not None and "host_ports" in c:
+            return c["host_ports"]  # type: ignore[no-any-return]
+        out = [p for ct in self.init_containers if ct.is_sidecar for p in ct.ports if p.host_port > 0]
+        out.extend(p for ct in self.containers for p in ct.ports if p.host_port > 0)
+        self.cached()["host_ports"] = out
         return out

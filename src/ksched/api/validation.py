@@ -512,7 +512,8 @@ def _node(v: _V, raw: dict[str, Any]) -> None:
 def _priority_class(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, False)
     val = v.integer(Path("value"), raw.get("value"), required=True)
-    name = (raw.get("metadata") or {}).get("name") or ""
+    md = raw.get("metadata")
+    name = (md.get("name") or "") if isinstance(md, dict) else ""
     if val is not None and not str(name).startswith("system-") and val > 1_000_000_000:
         v.forbidden(Path("value"), "maximum allowed value of a user defined priority is 1000000000")
     pp = raw.get("preemptionPolicy")
@@ -623,7 +624,7 @@ def _lease(v: _V, raw: dict[str, Any]) -> None:
 
 
 def _event(v: _V, raw: dict[str, Any]) -> None:
-    md = raw.get("metadata") or {}
+    md = v.mapping(Path("metadata"), raw.get("metadata"))
     if not md.get("name") and not md.get("generateName"):
         v.required(Path("metadata.name"))
     v.mapping(Path("involvedObject"), raw.get("involvedObject"))
@@ -654,9 +655,9 @@ def validate(raw: Any) -> list[FieldError]:
     if not kind:
         v.required("kind")
         return v.errors
-    fn = _VALIDATORS.get(kind)
+    fn = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if fn is None:
-        v.add("kind", f'Unsupported value: "{kind}"', "FieldValueNotSupported")
+        v.add("kind", f"Unsupported value: {_show(kind)}", "FieldValueNotSupported")
         return v.errors
     try:
         fn(v, raw)

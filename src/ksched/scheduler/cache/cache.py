@@ -1,0 +1,376 @@
+"""The scheduler cache: NodeInfo per node with the pods on it, bound and assumed.
+
+As upstream (1.36): ``assume_pod`` adds a pod to its node before binding; the informer's add
+of the bound pod confirms it; ``forget_pod`` takes an assumed pod back when binding fails.
+There is no expiry of assumed pods. Nodes removed while pods remain stay as "ghosts" (no Node
+object, not schedulable) until their pods are gone.
+
+Every change bumps the NodeInfo's generation and marks its table row dirty; ``update_snapshot``
+copies only those rows and NodeInfos.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.scheduler.cache.node_table import NodeTable
+from ksched.scheduler.cache.snapshot import Snapshot, zone_key
+from ksched.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
+
+__all__ = ["Cache", "CacheError"]
+
+log = logging.getLogger(__name__)
+
+
+class CacheError(Exception):
+    """An operation that contradicts the cache's state (as upstream's cache returns errors)."""
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod_info: PodInfo
+    assumed: bool
+
+
+def _pod_key(pod: Pod) -> str:
+    return pod.uid or pod.key
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.pod_states: dict[str, _PodState] = {}
+        self.assumed: set[str] = set()
+        self.table = NodeTable()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self._row_info: list[NodeInfo | None] = []
+        self._free_rows: list[int] = []
+        self._dirty: set[int] = set()
+        self._structure_changed = True
+        self._side_lists_changed = True
+        self._generation = 0
+        self._zones: dict[str, list[str]] = {}
+
+    # ---------------------------------------------------------------- bookkeeping
+
+    def _bump(self, ni: NodeInfo) -> None:
+        self._generation += 1
+        ni.generation = self._generation
+        if ni.row >= 0:
+            self.table.write(ni.row, ni)
+            self._dirty.add(ni.row)
+
+    def _alloc_row(self, ni: NodeInfo) -> None:
+        if self._free_rows:
+            row = self._free_rows.pop()
+            self._row_info[row] = ni
+        else:
+            row = len(self._row_info)
+            self._row_info.append(ni)
+        ni.row = row
+        self._structure_changed = True
+
+    def _free_row(self, ni: NodeInfo) -> None:
+        if ni.row < 0:
+            return
+        self.table.clear(ni.row)
+        self._row_info[ni.row] = None
+        self._free_rows.append(ni.row)
+        self._dirty.add(ni.row)
+        ni.row = -1
+        self._structure_changed = True
+
+    def _node_info(self, name: str) -> NodeInfo:
+        ni = self.nodes.get(name)
+        if ni is None:
+            ni = NodeInfo()
+            ni.name = name
+            self.nodes[name] = ni
+        return ni
+
+    # ---------------------------------------------------------------- nodes
+
+    def add_node(self, node: Node) -> NodeInfo:
+        ni = self._node_info(node.name)
+        if ni.node is not None:
+            return self.update_node(ni.node, node)
+        ni.set_node(node)
+        self._add_images(ni, node)
+        self._alloc_row(ni)
+        self._zones.setdefault(zone_key(ni), []).append(ni.name)
+        self._side_lists_changed = True
+        self._bump(ni)
+        return ni
+
+    def update_node(self, old: Node | None, new: Node) -> NodeInfo:
+        ni = self.nodes.get(new.name)
+        if ni is None or ni.node is None:
+            return self.add_node(new)
+        old_zone = zone_key(ni)
+        self._remove_images(ni)
+        ni.set_node(new)
+        self._add_images(ni, new)
+        new_zone = zone_key(ni)
+        if new_zone != old_zone:
+            self._zone_remove(old_zone, ni.name)
+            self._zones.setdefault(new_zone, []).append(ni.name)
+            self._structure_changed = True
+        self._bump(ni)
+        return ni
+
+    def remove_node(self, node: Node) -> None:
+        ni = self.nodes.get(node.name)
+        if ni is None or ni.node is None:
+            raise CacheError(f"node {node.name} is not found")
+        self._zone_remove(zone_key(ni), ni.name)
+        self._remove_images(ni)
+        self._free_row(ni)
+        ni.node = None
+        ni.allocatable = {}
+        self._side_lists_changed = True
+        if not ni.pods:
+            del self.nodes[node.name]
+        else:
+            self._bump(ni)  # a ghost until its pods go
+
+    def _zone_remove(self, zone: str, name: str) -> None:
+        lst = self._zones.get(zone)
+        if lst is not None:
+            try:
+                lst.remove(name)
+            except ValueError:
+                pass
+            if not lst:
+                del self._zones[zone]
+        self._structure_changed = True
+
+    def _add_images(self, ni: NodeInfo, node: Node) -> None:
+        states: dict[str, ImageStateSummary] = {}
+        for img in node.images:
+            for name in img.names:
+                s = self.image_states.get(name)
+                if s is None:
+                    s = self.image_states[name] = ImageStateSummary(img.size_bytes)
+                s.nodes.add(node.name)
+                states[name] = s
+        ni.image_states = states
+
+    def _remove_images(self, ni: NodeInfo) -> None:
+        for name, s in ni.image_states.items():
+            s.nodes.discard(ni.name)
+            if not s.nodes:
+                self.image_states.pop(name, None)
+        ni.image_states = {}
+
+    # ---------------------------------------------------------------- pods
+
+    def _add_to_node(self, pi: PodInfo) -> None:
+        ni = self._node_info(pi.pod.node_name)
+        ni.add_pod(pi)
+        if pi.has_affinity or pi.pod.volumes:
+            self._side_lists_changed = True
+        self._bump(ni)
+
+    def _remove_from_node(self, pod: Pod, node_name: str) -> None:
+        ni = self.nodes.get(node_name)
+        if ni is None:
+            raise CacheError(f"node {node_name} of pod {pod.key} is not in the cache")
+        removed = ni.remove_pod(pod)
+        if removed is None:
+            raise CacheError(f"pod {pod.key} is not on node {node_name}")
+        if removed.has_affinity or pod.volumes:
+            self._side_lists_changed = True
+        if ni.node is None and not ni.pods:
+            del self.nodes[node_name]
+            return
+        self._bump(ni)
+
+    def assume_pod(self, pod: Pod) -> None:
+        """Add a pod (with spec.nodeName set to the chosen node) before it is bound."""
+        key = _pod_key(pod)
+        if key in self.pod_states:
+            raise CacheError(f"pod {pod.key} is in the cache, so can't be assumed")
+        pi = PodInfo(pod)
+        self._add_to_node(pi)
+        self.pod_states[key] = _PodState(pi, True)
+        self.assumed.add(key)
+
+    def finish_binding(self, pod: Pod) -> None:
+        """Binding went through (nothing to do in 1.36: assumed pods do not expire)."""
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Take back an assumed pod whose binding failed."""
+        key = _pod_key(pod)
+        st = self.pod_states.get(key)
+        if st is None or not st.assumed:
+            raise CacheError(f"pod {pod.key} wasn't assumed so cannot be forgotten")
+        if st.pod_info.pod.node_name != pod.node_name:
+            raise CacheError(f"pod {pod.key} was assumed on {st.pod_info.pod.node_name} but assigned to "
+                             f"{pod.node_name}")
+        self._remove_from_node(st.pod_info.pod, st.pod_info.pod.node_name)
+        del self.pod_states[key]
+        self.assumed.discard(key)
+
+    def is_assumed(self, pod: Pod) -> bool:
+        return _pod_key(pod) in self.assumed
+
+    def get_pod(self, pod: Pod) -> Pod | None:
+        st = self.pod_states.get(_pod_key(pod))
+        return st.pod_info.pod if st is not None else None
+
+    def add_pod(self, pod: Pod) -> None:
+        """The informer saw a bound pod: confirm an assumed pod, or add it."""
+        key = _pod_key(pod)
+        st = self.pod_states.get(key)
+        if st is not None and st.assumed:
+            old = st.pod_info.pod
+            if old.node_name != pod.node_name:
+                # Bound somewhere other than assumed: trust the API server.
+                log.warning("pod %s was assumed to be on %s but got added to %s", pod.key, old.node_name,
+                            pod.node_name)
+            self._replace_pod(st, pod)
+            st.assumed = False
+            self.assumed.discard(key)
+            return
+        if st is not None:
+            raise CacheError(f"pod {pod.key} was already in added state")
+        pi = PodInfo(pod)
+        self._add_to_node(pi)
+        self.pod_states[key] = _PodState(pi, False)
+
+    def update_pod(self, old: Pod, new: Pod) -> None:
+        key = _pod_key(old)
+        st = self.pod_states.get(key)
+        if st is None:
+            raise CacheError(f"pod {old.key} is not added to scheduler cache, so cannot be updated")
+        if st.assumed:
+            raise CacheError(f"assumed pod {old.key} should not be updated")
+        self._replace_pod(st, new)
+
+    def _replace_pod(self, st: _PodState, new: Pod) -> None:
+        old = st.pod_info.pod
+        self._remove_from_node(old, old.node_name)
+        pi = PodInfo(new)
+        self._add_to_node(pi)
+        st.pod_info = pi
+
+    def remove_pod(self, pod: Pod) -> None:
+        key = _pod_key(pod)
+        st = self.pod_states.get(key)
+        if st is None:
+            raise CacheError(f"pod {pod.key} is not found in scheduler cache, so cannot be removed from it")
+        cur = st.pod_info.pod
+        if cur.node_name != pod.node_name and pod.node_name:
+            # Upstream exits here: the cache is corrupt. We report and correct.
+            log.error("pod %s was assumed to be on %s but got removed from %s", pod.key, cur.node_name,
+                      pod.node_name)
+        self._remove_from_node(cur, cur.node_name)
+        del self.pod_states[key]
+        self.assumed.discard(key)
+
+    # ---------------------------------------------------------------- snapshot
+
+    def _order(self) -> list[int]:
+        """Rows of live nodes, zone-interleaved (upstream's nodeTree.list)."""
+        zones = list(self._zones.values())
+        out: list[int] = []
+        nodes = self.nodes
+        if len(zones) == 1:
+            return [nodes[n].row for n in zones[0]]
+        i = 0
+        while True:
+            added = False
+            for z in zones:
+                if i < len(z):
+                    out.append(nodes[z[i]].row)
+                    added = True
+            if not added:
+                return out
+            i += 1
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        """Bring a snapshot up to date, copying only what changed since it was last updated."""
+        if snap.table.cols is not self.table.cols:
+            snap.table = NodeTable(self.table.cols)
+            snap.infos = []
+            snap.generations = []
+            self._structure_changed = True
+            self._dirty = set(range(len(self._row_info)))
+        n = len(self._row_info)
+        if len(snap.infos) < n:
+            snap.infos.extend([None] * (n - len(snap.infos)))
+            snap.generations.extend([0] * (n - len(snap.generations)))
+        dirty = self._dirty
+        if dirty:
+            rows = sorted(dirty)
+            node_changed: list[int] = []
+            for r in rows:
+                ni = self._row_info[r] if r < n else None
+                prev = snap.infos[r] if r < len(snap.infos) else None
+                if ni is None:
+                    snap.infos[r] = None
+                    snap.generations[r] = 0
+                    node_changed.append(r)
+                elif snap.generations[r] != ni.generation or prev is None:
+                    snap.infos[r] = ni.clone()
+                    snap.generations[r] = ni.generation
+                    if prev is None or prev.node is not ni.node:
+                        node_changed.append(r)
+            snap.table.copy_rows_from(self.table, rows)
+            snap._refresh_row_values(node_changed)
+            self._dirty = set()
+        elif snap.table.alloc.shape[1] < len(self.table.cols):
+            snap.table.fit(self.table.capacity)
+        if self._structure_changed:
+            snap._set_order(self._order())
+            self._structure_changed = False
+            self._side_lists_changed = True
+        elif dirty:
+            snap._all = None
+        if self._side_lists_changed:
+            snap._rebuild_side_lists()
+            self._side_lists_changed = False
+        snap.generation = self._generation
+
+    # ---------------------------------------------------------------- introspection
+
+    def node_count(self) -> int:
+        return sum(1 for ni in self.nodes.values() if ni.node is not None)
+
+    def pod_count(self) -> int:
+        return len(self.pod_states)
+
+    def check_invariants(self) -> list[str]:
+        """Problems found (empty when consistent): for every node, requested, non-zero requested,
+        pod count and the table row equal the sums over its pods."""
+        problems: list[str] = []
+        cols = self.table.cols
+        for name, ni in self.nodes.items():
+            want: dict[str, int] = {}
+            nz = [0, 0]
+            for pi in ni.pods:
+                for k, v in pi.requests.items():
+                    want[k] = want.get(k, 0) + v
+                nz[0] += pi.non_zero[0]
+                nz[1] += pi.non_zero[1]
+            have = {k: v for k, v in ni.requested.items() if v}
+            if have != want:
+                problems.append(f"{name}: requested {have} != sum of pods {want}")
+            if ni.non_zero_requested != nz:
+                problems.append(f"{name}: non-zero requested {ni.non_zero_requested} != {nz}")
+            if ni.row >= 0:
+                row = self.table.req[ni.row]
+                for k, v in want.items():
+                    c = cols.index.get(k)
+                    if c is None or int(row[c]) != v:
+                        problems.append(f"{name}: table row {k}={None if c is None else int(row[c])} != {v}")
+                if int(row[3]) != len(ni.pods):
+                    problems.append(f"{name}: table pod count {int(row[3])} != {len(ni.pods)}")
+        for key, st in self.pod_states.items():
+            ni = self.nodes.get(st.pod_info.pod.node_name)
+            if ni is None or all(pi is not st.pod_info for pi in ni.pods):
+                problems.append(f"pod {key} is not on its node {st.pod_info.pod.node_name}")
+        return problems

@@ -1,0 +1,127 @@
+"""The columnar node table: allocatable, requested and non-zero requested of every node as
+NumPy arrays, one row per node and one column per resource (extended resources and hugepages
+get columns as they appear). Resource plugins filter and score all candidate rows at once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ksched.scheduler.framework.types import NodeInfo
+
+__all__ = ["CPU", "EPHEMERAL", "MEMORY", "PODS", "NodeTable", "ResourceColumns"]
+
+CPU = 0
+MEMORY = 1
+EPHEMERAL = 2
+PODS = 3
+_BASE = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+class ResourceColumns:
+    """Resource name -> column index; grows as new resource names appear."""
+
+    __slots__ = ("index", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = list(_BASE)
+        self.index: dict[str, int] = {n: i for i, n in enumerate(_BASE)}
+
+    def col(self, name: str) -> int:
+        i = self.index.get(name)
+        if i is None:
+            i = self.index[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class NodeTable:
+    """``alloc[row, col]``, ``req[row, col]`` (``req[:, PODS]`` is the pod count) and
+    ``nz[row] = (milli-CPU, memory)`` with upstream's non-zero defaults."""
+
+    __slots__ = ("alloc", "cols", "nz", "req")
+
+    def __init__(self, cols: ResourceColumns | None = None, rows: int = 64) -> None:
+        self.cols = cols if cols is not None else ResourceColumns()
+        r = len(self.cols)
+        self.alloc = np.zeros((rows, r), dtype=np.int64)
+        self.req = np.zeros((rows, r), dtype=np.int64)
+        self.nz = np.zeros((rows, 2), dtype=np.int64)
+
+    @property
+    def capacity(self) -> int:
+        return self.alloc.shape[0]
+
+    def fit(self, rows: int) -> None:
+        """Make room for ``rows`` rows and every registered column."""
+        cap, ncol = self.alloc.shape
+        want_cols = len(self.cols)
+        if rows <= cap and want_cols <= ncol:
+            return
+        new_cap = max(cap, 64)
+        while new_cap < rows:
+            new_cap *= 2
+        for attr, width in (("alloc", want_cols), ("req", want_cols), ("nz", 2)):
+            old = getattr(self, attr)
+            arr = np.zeros((new_cap, max(width, old.shape[1])), dtype=np.int64)
+            arr[: old.shape[0], : old.shape[1]] = old
+            setattr(self, attr, arr)
+
+    def write(self, row: int, ni: NodeInfo) -> None:
+        """Copy a NodeInfo's resources into its row."""
+        cols = self.cols
+        for k in ni.allocatable:
+            cols.col(k)
+        for k in ni.requested:
+            cols.col(k)
+        self.fit(row + 1)
+        a = self.alloc[row]
+        a[:] = 0
+        idx = cols.index
+        for k, v in ni.allocatable.items():
+            a[idx[k]] = v
+        q = self.req[row]
+        q[:] = 0
+        for k, v in ni.requested.items():
+            q[idx[k]] = v
+        q[PODS] = len(ni.pods)
+        self.nz[row, 0] = ni.non_zero_requested[0]
+        self.nz[row, 1] = ni.non_zero_requested[1]
+
+    def clear(self, row: int) -> None:
+        if row < self.capacity:
+            self.alloc[row] = 0
+            self.req[row] = 0
+            self.nz[row] = 0
+
+    def copy_rows_from(self, other: NodeTable, rows: list[int]) -> None:
+        """Copy rows (and any new columns) from another table sharing the same columns."""
+        self.fit(other.capacity)
+        if other.alloc.shape[1] != self.alloc.shape[1]:
+            self.fit(other.capacity)
+        if not rows:
+            return
+        ncol = other.alloc.shape[1]
+        idx = np.asarray(rows, dtype=np.int64)
+        self.alloc[idx, :ncol] = other.alloc[idx]
+        self.req[idx, :ncol] = other.req[idx]
+        self.nz[idx] = other.nz[idx]
+
+    def copy_all_from(self, other: NodeTable) -> None:
+        self.alloc = other.alloc.copy()
+        self.req = other.req.copy()
+        self.nz = other.nz.copy()
+
+    def request_vector(self, requests: dict[str, int]) -> np.ndarray:
+        """A pod's requests as a row vector over the table's columns (new names get columns)."""
+        cols = self.cols
+        for k in requests:
+            cols.col(k)
+        self.fit(self.capacity)
+        v = np.zeros(self.alloc.shape[1], dtype=np.int64)
+        idx = cols.index
+        for k, x in requests.items():
+            v[idx[k]] = x
+        return v

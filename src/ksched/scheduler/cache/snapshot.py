@@ -1,0 +1,123 @@
+"""The snapshot a scheduling cycle reads: NodeInfos (cloned from the cache) and the columnar
+node table, updated incrementally (only nodes whose generation changed are copied)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ksched.scheduler.cache.node_table import NodeTable, ResourceColumns
+from ksched.scheduler.framework.interface import NodeList
+from ksched.scheduler.framework.types import NodeInfo
+
+__all__ = ["Snapshot", "zone_key"]
+
+_ROW_VALUES_MAX = 4096
+
+
+def zone_key(ni: NodeInfo) -> str:
+    """Upstream's GetZoneKey: region and zone labels (empty when neither is set)."""
+    node = ni.node
+    if node is None:
+        return ""
+    region = node.region
+    zone = node.zone
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+class Snapshot:
+    """Read-only during a cycle. ``infos[row]`` is the NodeInfo at a table row (None for free
+    rows); ``order`` lists the rows of live nodes in upstream's zone-interleaved order."""
+
+    def __init__(self, cols: ResourceColumns | None = None) -> None:
+        self.table = NodeTable(cols)
+        self.infos: list[NodeInfo | None] = []
+        self.generations: list[int] = []
+        self.order = np.zeros(0, dtype=np.int64)
+        self.row_of: dict[str, int] = {}
+        self.have_pods_with_affinity: list[NodeInfo] = []
+        self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
+        self.used_pvcs: set[str] = set()
+        self.generation = 0
+        self._all: NodeList | None = None
+        # Per-node derived values shared by pods with the same spec (taint verdicts for a set of
+        # tolerations, node-affinity matches, ...): key -> (function of a NodeInfo, array by row).
+        self._row_values: dict[object, tuple[Callable[[NodeInfo], object], np.ndarray]] = {}
+
+    # ---- lookups -------------------------------------------------------------------
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.order)
+
+    def get(self, name: str) -> NodeInfo | None:
+        r = self.row_of.get(name)
+        return self.infos[r] if r is not None else None
+
+    def node_infos(self) -> list[NodeInfo]:
+        """Live nodes in order (a new list)."""
+        infos = self.infos
+        return [infos[r] for r in self.order.tolist()]  # type: ignore[misc]
+
+    def all_nodes(self) -> NodeList:
+        if self._all is None:
+            self._all = NodeList(self.infos, self.order)  # type: ignore[arg-type]
+        return self._all
+
+    def node_list(self, rows: np.ndarray) -> NodeList:
+        return NodeList(self.infos, rows)  # type: ignore[arg-type]
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        return key in self.used_pvcs
+
+    def row_values(self, key: object, fn: Callable[[NodeInfo], object], dtype: type = bool) -> np.ndarray:
+        """``fn(node_info)`` for every row (free rows hold the dtype's zero), cached under ``key``
+        and kept current as node objects change. ``fn`` must depend only on the Node object."""
+        hit = self._row_values.get(key)
+        if hit is not None:
+            return hit[1]
+        arr = np.zeros(len(self.infos), dtype=dtype)
+        for r, ni in enumerate(self.infos):
+            if ni is not None and ni.node is not None:
+                arr[r] = fn(ni)
+        if len(self._row_values) >= _ROW_VALUES_MAX:
+            self._row_values.pop(next(iter(self._row_values)))
+        self._row_values[key] = (fn, arr)
+        return arr
+
+    def _refresh_row_values(self, rows: list[int]) -> None:
+        """Node objects at ``rows`` changed (or rows were added): recompute cached values there."""
+        if not self._row_values:
+            return
+        n = len(self.infos)
+        for key, (fn, arr) in list(self._row_values.items()):
+            if len(arr) < n:
+                grown = np.zeros(n, dtype=arr.dtype)
+                grown[: len(arr)] = arr
+                arr = grown
+                self._row_values[key] = (fn, arr)
+            for r in rows:
+                ni = self.infos[r]
+                arr[r] = fn(ni) if ni is not None and ni.node is not None else arr.dtype.type(0)
+
+    # ---- maintenance (called by the cache) -------------------------------------------
+
+    def _set_order(self, rows: list[int]) -> None:
+        self.order = np.asarray(rows, dtype=np.int64)
+        self.row_of = {self.infos[r].name: r for r in rows}  # type: ignore[union-attr]
+        self._all = None
+
+    def _rebuild_side_lists(self) -> None:
+        infos = self.infos
+        live = [infos[r] for r in self.order.tolist()]
+        self.have_pods_with_affinity = [ni for ni in live if ni is not None and ni.pods_with_affinity]
+        self.have_pods_with_required_anti_affinity = [
+            ni for ni in live if ni is not None and ni.pods_with_required_anti_affinity]
+        used: set[str] = set()
+        for ni in live:
+            if ni is not None and ni.pvc_ref_counts:
+                used.update(ni.pvc_ref_counts)
+        self.used_pvcs = used

@@ -1,0 +1,174 @@
+"""Informer event handlers: assigned pods go to the cache, unscheduled pods of our profiles go
+to the queue, nodes and storage objects go to the cache and wake the pods they may help
+(upstream's eventhandlers.go)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
+from ksched.scheduler.cache.cache import CacheError
+from ksched.scheduler.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+)
+
+if TYPE_CHECKING:
+    from ksched.scheduler.scheduler import Scheduler
+
+__all__ = ["add_all_event_handlers", "node_update_events"]
+
+log = logging.getLogger(__name__)
+
+
+def _unwrap(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
+    """Which scheduling-relevant properties of a node changed (upstream's
+    nodeSchedulingPropertiesChange)."""
+    evs: list[ClusterEvent] = []
+    if old.unschedulable != new.unschedulable or old.taints != new.taints:
+        evs.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "UpdateNodeTaint"))
+    if old.allocatable != new.allocatable:
+        evs.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE, "UpdateNodeAllocatable"))
+    if old.labels != new.labels:
+        evs.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL, "UpdateNodeLabel"))
+    if _ready_changed(old, new):
+        evs.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_CONDITION, "UpdateNodeCondition"))
+    if old.annotations != new.annotations:
+        evs.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ANNOTATION, "UpdateNodeAnnotation"))
+    return evs
+
+
+def _ready_changed(old: Node, new: Node) -> bool:
+    def conds(n: Node) -> dict[str, str]:
+        return {c.get("type", ""): c.get("status", "") for c in n.conditions}
+
+    return conds(old) != conds(new)
+
+
+def add_all_event_handlers(sched: Scheduler) -> None:
+    f = sched.informers
+    pods = f.informer("Pod")
+    nodes = f.informer("Node")
+
+    def assigned(p: Any) -> bool:
+        p = _unwrap(p)
+        return isinstance(p, Pod) and bool(p.node_name) and not p.is_terminal
+
+    def unscheduled(p: Any) -> bool:
+        p = _unwrap(p)
+        return isinstance(p, Pod) and not p.node_name and not p.is_terminal and sched.responsible_for(p)
+
+    # Scheduled pods -> cache (registered first, as upstream).
+    def add_pod_to_cache(pod: Pod) -> None:
+        try:
+            sched.cache.add_pod(pod)
+        except CacheError as e:
+            log.error("scheduler cache add_pod failed: %s", e)
+        sched.queue.assigned_pod_added(pod, ASSIGNED_POD_ADD)
+
+    def update_pod_in_cache(old: Pod, new: Pod) -> None:
+        if old.resource_version == new.resource_version:
+            return
+        try:
+            sched.cache.update_pod(old, new)
+        except CacheError as e:
+            log.error("scheduler cache update_pod failed: %s", e)
+        ev = ClusterEvent(EventResource.ASSIGNED_POD, _assigned_update_action(old, new), "AssignedPodUpdate")
+        if ev.action & ActionType.UPDATE_POD_SCALE_DOWN:
+            sched.queue.move_all_to_active_or_backoff(ev, old, new)
+        else:
+            sched.queue.assigned_pod_added(new, ev)
+
+    def delete_pod_from_cache(obj: Any) -> None:
+        pod = _unwrap(obj)
+        try:
+            sched.cache.remove_pod(pod)
+        except CacheError as e:
+            log.error("scheduler cache remove_pod failed: %s", e)
+        sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+
+    pods.add_handler(EventHandler(add_pod_to_cache, update_pod_in_cache, delete_pod_from_cache, filter=assigned))
+
+    # Unscheduled pods -> queue.
+    def add_pod_to_queue(pod: Pod) -> None:
+        sched.queue.add(pod)
+
+    def update_pod_in_queue(old: Pod, new: Pod) -> None:
+        if old.resource_version == new.resource_version:
+            return
+        # An assumed pod's own status updates (e.g. our condition patch) are not new work.
+        if sched.cache.is_assumed(new):
+            return
+        sched.queue.update(old, new)
+
+    def delete_pod_from_queue(obj: Any) -> None:
+        pod = _unwrap(obj)
+        sched.queue.delete(pod)
+        for fw in sched.profiles.values():
+            fw.reject_waiting_pod(pod.uid or pod.key, "", "pod deleted")
+
+    pods.add_handler(EventHandler(add_pod_to_queue, update_pod_in_queue, delete_pod_from_queue, filter=unscheduled))
+
+    # Nodes -> cache, and wake pods a node change may help.
+    def add_node(node: Node) -> None:
+        sched.cache.add_node(node)
+        sched.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+
+    def update_node(old: Node, new: Node) -> None:
+        sched.cache.update_node(old, new)
+        for ev in node_update_events(old, new):
+            sched.queue.move_all_to_active_or_backoff(ev, old, new)
+
+    def delete_node(obj: Any) -> None:
+        node = _unwrap(obj)
+        try:
+            sched.cache.remove_node(node)
+        except CacheError as e:
+            log.error("scheduler cache remove_node failed: %s", e)
+        sched.queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
+
+    nodes.add_handler(EventHandler(add_node, update_node, delete_node))
+
+    # Storage and namespaces: only events (plugins read them through their own informers).
+    for kind, resource in (("PersistentVolume", EventResource.PERSISTENT_VOLUME),
+                           ("PersistentVolumeClaim", EventResource.PERSISTENT_VOLUME_CLAIM),
+                           ("StorageClass", EventResource.STORAGE_CLASS),
+                           ("CSINode", EventResource.CSI_NODE)):
+        if not sched.watches(kind):
+            continue
+        inf = f.informer(kind)
+        inf.add_handler(EventHandler(
+            lambda o, r=resource: sched.queue.move_all_to_active_or_backoff(
+                ClusterEvent(r, ActionType.ADD, f"{r}Add"), None, o),
+            lambda a, b, r=resource: sched.queue.move_all_to_active_or_backoff(
+                ClusterEvent(r, ActionType.UPDATE, f"{r}Update"), a, b),
+            lambda o, r=resource: sched.queue.move_all_to_active_or_backoff(
+                ClusterEvent(r, ActionType.DELETE, f"{r}Delete"), _unwrap(o), None),
+        ))
+
+
+def _assigned_update_action(old: Pod, new: Pod) -> ActionType:
+    from ksched.api.resources import pod_requests
+
+    action = ActionType.NONE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_POD_LABEL
+    a = pod_requests(old)
+    b = pod_requests(new)
+    if any(b.get(k, 0) < v for k, v in a.items()):
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    if action == ActionType.NONE:
+        action = ActionType.UPDATE_POD_OTHER
+    return action

@@ -1,0 +1,530 @@
+"""The framework runtime: one per profile. Instantiates the profile's plugins (multiPoint
+expansion as upstream), and runs each extension point with upstream's contracts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.scheduler.config import EXTENSION_POINTS, Profile
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.events import ClusterEventWithHint
+from ksched.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MAX_TOTAL_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeList,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from ksched.scheduler.framework.status import Code, Diagnosis, Status
+from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+from ksched.scheduler.plugins.registry import Registry
+
+if TYPE_CHECKING:
+    from ksched.scheduler.cache.snapshot import Snapshot
+
+__all__ = ["Framework", "FrameworkError", "WaitingPod"]
+
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+_EP_TYPES: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+class FrameworkError(ValueError):
+    """A profile that cannot be built (unknown plugin, double registration, bad weights)."""
+
+
+class WaitingPod:
+    """A pod held at Permit until every waiting plugin allows it, one rejects it, or time runs out."""
+
+    def __init__(self, pod: Pod, deadlines: dict[str, float]) -> None:
+        self.pod = pod
+        self.pending = dict(deadlines)
+        self.status: Status | None = None
+        self.resolved = False
+        self._event = threading.Event()
+
+    def allow(self, plugin: str) -> None:
+        self.pending.pop(plugin, None)
+        if not self.pending and not self.resolved:
+            self.resolved = True
+            self._event.set()
+
+    def reject(self, plugin: str, message: str) -> None:
+        if self.resolved:
+            return
+        self.status = Status(Code.UNSCHEDULABLE, message, plugin=plugin)
+        self.resolved = True
+        self._event.set()
+
+    def check_timeout(self, now: float) -> None:
+        for plugin, deadline in list(self.pending.items()):
+            if now >= deadline:
+                self.reject(plugin, f"rejected due to timeout after waiting at plugin {plugin}")
+                return
+
+    def next_deadline(self) -> float | None:
+        return min(self.pending.values()) if self.pending and not self.resolved else None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
+class Framework:
+    """Plugins of one profile, and the methods that run them."""
+
+    def __init__(self, profile: Profile, registry: Registry | None = None, *, client: Any = None,
+                 informers: Any = None, clock: Any = None, event_recorder: Any = None,
+                 vectorize: bool = True, parallelism: int = 16,
+                 percentage_of_nodes_to_score: int = 0) -> None:
+        self.profile = profile
+        self.profile_name = profile.scheduler_name
+        self.registry = registry or Registry()
+        self.client = client
+        self.informers = informers
+        self.clock = clock
+        self.event_recorder = event_recorder
+        self.vectorize = vectorize
+        self.parallelism = parallelism
+        self.percentage_of_nodes_to_score = (profile.percentage_of_nodes_to_score
+                                             if profile.percentage_of_nodes_to_score is not None
+                                             else percentage_of_nodes_to_score)
+        self._snapshot: Snapshot | None = None
+        self.nominator: Any = None  # set by the scheduler (the queue's nominator)
+        self.pod_activator: Callable[[list[Pod]], None] | None = None
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self.plugins: dict[str, Plugin] = {}
+        self.score_weights: dict[str, int] = {}
+        self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
+        self._build()
+
+    # ---------------------------------------------------------------- construction
+
+    def _instantiate(self, name: str) -> Plugin:
+        p = self.plugins.get(name)
+        if p is None:
+            try:
+                cls = self.registry.get(name)
+            except LookupError as e:
+                raise FrameworkError(str(e)) from e
+            args = self.profile.plugin_config.get(name, {})
+            p = cls(dict(args), self)
+            self.plugins[name] = p
+        return p
+
+    def _build(self) -> None:
+        prof = self.profile
+        mp = prof.plugins["multiPoint"].enabled
+        for ref in mp:
+            self._instantiate(ref.name)
+        for ep in EXTENSION_POINTS:
+            for ref in prof.plugins[ep].enabled:
+                self._instantiate(ref.name)
+        mp_names = [r.name for r in mp]
+        for ep in EXTENSION_POINTS:
+            typ = _EP_TYPES[ep]
+            ps = prof.plugins[ep]
+            explicit = [r.name for r in ps.enabled]
+            for n in explicit:
+                if not isinstance(self.plugins[n], typ):
+                    raise FrameworkError(f'plugin "{n}" does not extend {ep} plugin')
+            disabled = {r.name for r in ps.disabled}
+            if "*" in disabled:
+                names = explicit
+            else:
+                override: list[str] = []
+                multi: list[str] = []
+                for n in mp_names:
+                    if not isinstance(self.plugins[n], typ) or n in disabled:
+                        continue
+                    if n in explicit:
+                        override.append(n)
+                        continue
+                    if n in multi:
+                        raise FrameworkError(f'plugin "{n}" already registered as "{ep}"')
+                    multi.append(n)
+                names = [n for n in explicit if n in override] + multi + [n for n in explicit if n not in override]
+            if len(set(names)) != len(names):
+                raise FrameworkError(f"plugin registered more than once for {ep}: {names}")
+            self.points[ep] = [self.plugins[n] for n in names]
+            if ep == "score":
+                weights = {r.name: r.weight for r in ps.enabled}
+                for r in mp:
+                    weights.setdefault(r.name, r.weight)
+                for n in names:
+                    w = weights.get(n, 0) or 1
+                    self.score_weights[n] = w
+        total = sum(self.score_weights.values()) * MAX_NODE_SCORE
+        if total > MAX_TOTAL_SCORE:
+            raise FrameworkError("total score of Score plugins could overflow")
+        qs = self.points["queueSort"]
+        if len(qs) != 1:
+            raise FrameworkError(f"one queue sort plugin required for profile with scheduler name "
+                                 f'"{self.profile_name}", got {len(qs)}')
+        if not self.points["bind"]:
+            raise FrameworkError(f'at least one bind plugin is needed for profile with scheduler name '
+                                 f'"{self.profile_name}"')
+        self.filter_plugins: list[FilterPlugin] = self.points["filter"]
+        self.score_plugins: list[ScorePlugin] = self.points["score"]
+        self.pre_filter_plugins: list[PreFilterPlugin] = self.points["preFilter"]
+
+    # ---------------------------------------------------------------- handle
+
+    @property
+    def snapshot(self) -> Snapshot:
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def set_snapshot(self, snap: Snapshot) -> None:
+        self._snapshot = snap
+
+    def queue_sort(self) -> QueueSortPlugin:
+        return self.points["queueSort"][0]  # type: ignore[no-any-return]
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.points["postFilter"])
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name -> its registered events (plugins that reject pods)."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        rejecting = {p.name for ep in ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+                     for p in self.points[ep]}
+        for name, p in self.plugins.items():
+            if name not in rejecting:
+                continue
+            if isinstance(p, EnqueueExtensions):
+                out[name] = list(p.events_to_register())
+            else:
+                # Plugins without EnqueueExtensions are requeued by every event (upstream's default).
+                from ksched.scheduler.framework.events import ActionType, ClusterEvent, EventResource
+
+                out[name] = [ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL))]
+        return out
+
+    # ---------------------------------------------------------------- queue-side
+
+    def run_pre_enqueue(self, pod: Pod) -> Status | None:
+        for p in self.points["preEnqueue"]:
+            st = p.pre_enqueue(pod)
+            if st is not None and st.code != Code.SUCCESS:
+                return st.with_plugin(p.name)
+        return None
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return bool(self.queue_sort().less(a, b))
+
+    # ---------------------------------------------------------------- PreFilter
+
+    def run_pre_filter(self, state: CycleState, pod: Pod,
+                       nodes: NodeList) -> tuple[PreFilterResult | None, Status | None, list[str]]:
+        """(merged node subset, status, plugins that narrowed the nodes)."""
+        result: PreFilterResult | None = None
+        narrowing: list[str] = []
+        skipped: set[str] = set()
+        for p in self.pre_filter_plugins:
+            r, st = p.pre_filter(state, pod, nodes)
+            if st is not None and st.code == Code.SKIP:
+                skipped.add(p.name)
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                st = st.with_plugin(p.name)
+                if st.code == Code.ERROR:
+                    return None, st, narrowing
+                return None, st, [p.name]
+            if r is not None and not r.all_nodes():
+                narrowing.append(p.name)
+                result = r if result is None else result.merge(r)
+                if result.node_names is not None and not result.node_names:
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously" \
+                        if len(narrowing) > 1 else "node(s) didn't satisfy plugin " + p.name
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name), narrowing
+        state.skip_filter_plugins = skipped
+        return result, None, narrowing
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo,
+                                         node_info: NodeInfo) -> Status | None:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.add_pod(state, pod, pod_info_to_add, node_info)
+            if st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f"running AddPod on PreFilter plugin {p.name!r}: {st.message()}", p.name)
+        return None
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo,
+                                            node_info: NodeInfo) -> Status | None:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.remove_pod(state, pod, pod_info_to_remove, node_info)
+            if st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f"running RemovePod on PreFilter plugin {p.name!r}: {st.message()}", p.name)
+        return None
+
+    # ---------------------------------------------------------------- Filter
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Every Filter plugin on one node, in order; the first that rejects decides."""
+        skip = state.skip_filter_plugins
+        for p in self.filter_plugins:
+            if p.name in skip:
+                continue
+            st = p.filter(state, pod, node_info)
+            if st is not None and st.code != Code.SUCCESS:
+                if st.code == Code.ERROR or st.is_rejected():
+                    return st.with_plugin(p.name)
+                return Status.as_error(f"plugin {p.name} returned an unexpected status {st!r}", p.name)
+        return None
+
+    def nominated_pods_to_add(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        nom = self.nominator
+        if nom is None:
+            return []
+        uid = pod.uid or pod.key
+        prio = pod.priority
+        return [pi for pi in nom.pods_for_node(node_name)
+                if (pi.pod.uid or pi.pod.key) != uid and pi.pod.priority >= prio]
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod,
+                                               node_info: NodeInfo) -> Status | None:
+        """Two passes as upstream: with nominated pods of equal or higher priority added to the
+        node, then (if any were added) without them; both must pass."""
+        nominated = self.nominated_pods_to_add(pod, node_info.name)
+        if not nominated:
+            return self.run_filter_plugins(state, pod, node_info)
+        state_with = state.clone()
+        ni = node_info.clone()
+        for pi in nominated:
+            ni.add_pod(pi)
+            st = self.run_pre_filter_extension_add_pod(state_with, pod, pi, ni)
+            if st is not None:
+                return st
+        st = self.run_filter_plugins(state_with, pod, ni)
+        if st is not None:
+            return st
+        return self.run_filter_plugins(state, pod, node_info)
+
+    # ---------------------------------------------------------------- PostFilter
+
+    def run_post_filter(self, state: CycleState, pod: Pod,
+                        diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        reasons: list[str] = []
+        result: PostFilterResult | None = None
+        plugin = ""
+        for p in self.points["postFilter"]:
+            r, st = p.post_filter(state, pod, diagnosis)
+            if st is None or st.code == Code.SUCCESS:
+                return r, Status(Code.SUCCESS, plugin=p.name)
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(p.name)
+            if st.code != Code.UNSCHEDULABLE:
+                return None, st.with_plugin(p.name)
+            reasons.extend(st.reasons)
+            if r is not None and r.mode != PostFilterResult.MODE_NOOP:
+                result = r
+            plugin = p.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
+
+    # ---------------------------------------------------------------- PreScore / Score
+
+    def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
+        skipped: set[str] = set()
+        for p in self.points["preScore"]:
+            st = p.pre_score(state, pod, nodes)
+            if st is not None and st.code == Code.SKIP:
+                skipped.add(p.name)
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f"running PreScore plugin {p.name!r}: {st.message()}", p.name)
+        state.skip_score_plugins = skipped
+        return None
+
+    def run_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeList,
+                  record: dict[str, Any] | None = None) -> tuple[np.ndarray, Status | None]:
+        """Total weighted score per node (aligned with ``nodes``). ``record`` (if given) receives
+        each plugin's raw, normalized and weighted scores."""
+        n = len(nodes)
+        total = np.zeros(n, dtype=np.int64)
+        skip = state.skip_score_plugins
+        rows = nodes.rows
+        for p in self.score_plugins:
+            if p.name in skip:
+                continue
+            vec = getattr(p, "score_nodes", None)
+            if vec is not None and self.vectorize:
+                scores = np.asarray(vec(state, pod, snapshot, rows), dtype=np.int64)
+            else:
+                vals = []
+                for ni in nodes:
+                    s, st = p.score(state, pod, ni)
+                    if st is not None and st.code != Code.SUCCESS:
+                        return total, Status.as_error(f"running Score plugin {p.name!r}: {st.message()}", p.name)
+                    vals.append(s)
+                scores = np.asarray(vals, dtype=np.int64)
+            raw = scores.copy() if record is not None else None
+            norm = getattr(p, "normalize_score", None)
+            if norm is not None:
+                st = norm(state, pod, nodes, scores)
+                if st is not None and st.code != Code.SUCCESS:
+                    return total, Status.as_error(f"running Normalize on Score plugin {p.name!r}: {st.message()}",
+                                                  p.name)
+            if n and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                bad = int(np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))[0])
+                return total, Status.as_error(
+                    f"plugin {p.name!r} returns an invalid score {int(scores[bad])}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
+            w = self.score_weights[p.name]
+            total += scores * w
+            if record is not None:
+                record[p.name] = (raw, scores.copy(), scores * w)
+        return total, None
+
+    # ---------------------------------------------------------------- Reserve / Permit
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for p in self.points["reserve"]:
+            st = p.reserve(state, pod, node_name)
+            if st is not None and st.code != Code.SUCCESS:
+                if st.is_rejected():
+                    return st.with_plugin(p.name)
+                return Status.as_error(f"running Reserve plugin {p.name!r}: {st.message()}", p.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for p in reversed(self.points["reserve"]):
+            p.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        now = self.clock.now() if self.clock is not None else 0.0
+        waiting: dict[str, float] = {}
+        for p in self.points["permit"]:
+            st, timeout = p.permit(state, pod, node_name)
+            if st is None or st.code == Code.SUCCESS:
+                continue
+            if st.is_rejected():
+                return st.with_plugin(p.name)
+            if st.code == Code.WAIT:
+                waiting[p.name] = now + min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            return Status.as_error(f"running Permit plugin {p.name!r}: {st.message()}", p.name)
+        if waiting:
+            self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, waiting)
+            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod",
+                          plugin=next(iter(waiting)))
+        return None
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def reject_waiting_pod(self, uid: str, plugin: str = "", message: str = "removed") -> bool:
+        wp = self.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject(plugin, message)
+        return True
+
+    def wait_on_permit_result(self, pod: Pod) -> Status | None:
+        """The outcome once a waiting pod is resolved (call when resolved)."""
+        wp = self.waiting_pods.pop(pod.uid or pod.key, None)
+        if wp is None:
+            return None
+        return wp.status
+
+    def check_permit_timeouts(self, now: float) -> None:
+        for wp in list(self.waiting_pods.values()):
+            wp.check_timeout(now)
+
+    def next_permit_deadline(self) -> float | None:
+        ds = [d for wp in self.waiting_pods.values() if (d := wp.next_deadline()) is not None]
+        return min(ds) if ds else None
+
+    # ---------------------------------------------------------------- binding
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Success if some PreBind plugin has work to do, Skip if none has."""
+        any_work = False
+        skipped: set[str] = set()
+        for p in self.points["preBind"]:
+            st = p.pre_bind_pre_flight(state, pod, node_name)
+            if st is not None and st.code == Code.SKIP:
+                skipped.add(p.name)
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                return st.with_plugin(p.name)
+            any_work = True
+        state.skip_pre_bind_plugins = skipped
+        return None if any_work else Status.skip()
+
+    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for p in self.points["preBind"]:
+            if p.name in state.skip_pre_bind_plugins:
+                continue
+            st = p.pre_bind(state, pod, node_name)
+            if st is not None and st.code != Code.SUCCESS:
+                if st.is_rejected():
+                    return st.with_plugin(p.name)
+                return Status.as_error(f"running PreBind plugin {p.name!r}: {st.message()}", p.name)
+        return None
+
+    def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for p in self.points["bind"]:
+            st = p.bind(state, pod, node_name)
+            if st is not None and st.code == Code.SKIP:
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                if st.is_rejected():
+                    return st.with_plugin(p.name)
+                return Status.as_error(f"running Bind plugin {p.name!r}: {st.message()}", p.name)
+            return None
+        return Status.as_error("all bind plugins skipped")
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for p in self.points["postBind"]:
+            p.post_bind(state, pod, node_name)
+
+    def __repr__(self) -> str:
+        return f"Framework({self.profile_name}, plugins={list(self.plugins)})"

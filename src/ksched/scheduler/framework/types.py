@@ -1,0 +1,286 @@
+"""PodInfo, QueuedPodInfo, NodeInfo and the small types they carry (upstream's framework/types.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ksched.api.affinity import PodAffinityTerm, WeightedPodAffinityTerm
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.api.resources import pod_non_zero_requests, pod_requests
+
+__all__ = [
+    "HostPortInfo",
+    "ImageStateSummary",
+    "NodeInfo",
+    "PodInfo",
+    "QueuedPodInfo",
+]
+
+_DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+class PodInfo:
+    """A pod with what the scheduler derives from it once: requests and affinity terms."""
+
+    __slots__ = (
+        "non_zero",
+        "pod",
+        "preferred_affinity_terms",
+        "preferred_anti_affinity_terms",
+        "requests",
+        "required_affinity_terms",
+        "required_anti_affinity_terms",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.requests: dict[str, int] = pod_requests(pod)
+        self.non_zero: tuple[int, int] = pod_non_zero_requests(pod)
+        aff = pod.affinity
+        if aff is not None:
+            self.required_affinity_terms: tuple[PodAffinityTerm, ...] = aff.pod_affinity_required
+            self.required_anti_affinity_terms: tuple[PodAffinityTerm, ...] = aff.pod_anti_affinity_required
+            self.preferred_affinity_terms: tuple[WeightedPodAffinityTerm, ...] = aff.pod_affinity_preferred
+            self.preferred_anti_affinity_terms: tuple[WeightedPodAffinityTerm, ...] = aff.pod_anti_affinity_preferred
+        else:
+            self.required_affinity_terms = ()
+            self.required_anti_affinity_terms = ()
+            self.preferred_affinity_terms = ()
+            self.preferred_anti_affinity_terms = ()
+
+    def update(self, pod: Pod) -> None:
+        self.__init__(pod)  # type: ignore[misc]
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(self.required_affinity_terms or self.required_anti_affinity_terms
+                    or self.preferred_affinity_terms or self.preferred_anti_affinity_terms)
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.required_anti_affinity_terms)
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.pod.key})"
+
+
+class QueuedPodInfo:
+    """A pod in the scheduling queue, with its attempt bookkeeping."""
+
+    __slots__ = ("attempts", "backoff_expiration", "consecutive_errors_count", "gated", "gating_plugin",
+                 "initial_attempt_timestamp", "pending_plugins", "pod_info", "seq", "timestamp",
+                 "unschedulable_count", "unschedulable_plugins", "where")
+
+    def __init__(self, pod_info: PodInfo, timestamp: float) -> None:
+        self.pod_info = pod_info
+        self.timestamp = timestamp
+        self.initial_attempt_timestamp: float | None = None
+        self.attempts = 0
+        self.unschedulable_count = 0
+        self.consecutive_errors_count = 0
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gating_plugin = ""
+        self.gated = False
+        self.backoff_expiration: float | None = None
+        self.seq = 0
+        self.where = ""  # "active", "backoff", "unschedulable", "inflight", ""
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+    def __repr__(self) -> str:
+        return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts}, in={self.where or '-'})"
+
+
+class ImageStateSummary:
+    """An image's size and on how many nodes it is (shared across NodeInfos)."""
+
+    __slots__ = ("nodes", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.nodes: set[str] = set()
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+
+class HostPortInfo:
+    """Host ports in use: IP -> {(protocol, port)}; ``0.0.0.0`` conflicts with every IP."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self) -> None:
+        self.ports: dict[str, set[tuple[str, int]]] = {}
+
+    @staticmethod
+    def _sanitize(ip: str, protocol: str) -> tuple[str, str]:
+        return (ip or _DEFAULT_BIND_ALL_HOST_IP), (protocol or "TCP")
+
+    def add(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        self.ports.setdefault(ip, set()).add((protocol, port))
+
+    def remove(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        s = self.ports.get(ip)
+        if s is not None:
+            s.discard((protocol, port))
+            if not s:
+                del self.ports[ip]
+
+    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
+        if port <= 0:
+            return False
+        ip, protocol = self._sanitize(ip, protocol)
+        pp = (protocol, port)
+        if ip == _DEFAULT_BIND_ALL_HOST_IP:
+            for s in self.ports.values():
+                if pp in s:
+                    return True
+            return False
+        for key in (ip, _DEFAULT_BIND_ALL_HOST_IP):
+            s = self.ports.get(key)
+            if s is not None and pp in s:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.ports.values())
+
+    def copy(self) -> HostPortInfo:
+        h = HostPortInfo()
+        h.ports = {k: set(v) for k, v in self.ports.items()}
+        return h
+
+
+class NodeInfo:
+    """A node and the pods on it (bound and assumed), with their summed requests.
+
+    ``requested`` holds real requests per resource (``pods`` is ``len(pods)``); ``non_zero_requested``
+    is ``[milli-CPU, memory]`` with upstream's per-container defaults, used by scoring.
+    """
+
+    __slots__ = ("allocatable", "generation", "image_states", "name", "node", "non_zero_requested", "pods",
+                 "pods_with_affinity", "pods_with_required_anti_affinity", "pvc_ref_counts", "requested",
+                 "row", "used_ports")
+
+    def __init__(self, node: Node | None = None) -> None:
+        self.node: Node | None = None
+        self.name = ""
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.used_ports = HostPortInfo()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.requested: dict[str, int] = {}
+        self.non_zero_requested: list[int] = [0, 0]
+        self.allocatable: dict[str, int] = {}
+        self.generation = 0
+        self.row = -1
+        if node is not None:
+            self.set_node(node)
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.name = node.name
+        self.allocatable = node.allocatable
+
+    def add_pod(self, pi: PodInfo) -> None:
+        self.pods.append(pi)
+        if pi.has_affinity:
+            self.pods_with_affinity.append(pi)
+        if pi.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity.append(pi)
+        self._update_usage(pi, 1)
+
+    def remove_pod(self, pod: Pod) -> PodInfo | None:
+        uid = pod.uid
+        key = pod.key
+        for i, pi in enumerate(self.pods):
+            p = pi.pod
+            if (uid and p.uid == uid) or (not uid and p.key == key):
+                last = self.pods.pop(i)
+                _remove_from(self.pods_with_affinity, last)
+                _remove_from(self.pods_with_required_anti_affinity, last)
+                self._update_usage(last, -1)
+                return last
+        return None
+
+    def _update_usage(self, pi: PodInfo, sign: int) -> None:
+        req = self.requested
+        for k, v in pi.requests.items():
+            req[k] = req.get(k, 0) + sign * v
+        nz = self.non_zero_requested
+        nz[0] += sign * pi.non_zero[0]
+        nz[1] += sign * pi.non_zero[1]
+        pod = pi.pod
+        for p in pod.host_ports():
+            if sign > 0:
+                self.used_ports.add(p.host_ip, p.protocol, p.host_port)
+            else:
+                self.used_ports.remove(p.host_ip, p.protocol, p.host_port)
+        for v in pod.volumes:
+            if v.claim_name:
+                k = f"{pod.namespace}/{v.claim_name}"
+                n = self.pvc_ref_counts.get(k, 0) + sign
+                if n > 0:
+                    self.pvc_ref_counts[k] = n
+                else:
+                    self.pvc_ref_counts.pop(k, None)
+
+    def clone(self) -> NodeInfo:
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.name = self.name
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.used_ports = self.used_ports.copy()
+        c.image_states = self.image_states
+        c.pvc_ref_counts = dict(self.pvc_ref_counts)
+        c.requested = dict(self.requested)
+        c.non_zero_requested = list(self.non_zero_requested)
+        c.allocatable = self.allocatable
+        c.generation = self.generation
+        c.row = self.row
+        return c
+
+    @property
+    def num_pods(self) -> int:
+        return len(self.pods)
+
+    @property
+    def allowed_pod_number(self) -> int:
+        return self.allocatable.get("pods", 0)
+
+    def pod_keys(self) -> list[str]:
+        return [pi.pod.key for pi in self.pods]
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)}, gen={self.generation})"
+
+
+def _remove_from(lst: list[PodInfo], pi: PodInfo) -> None:
+    for i, x in enumerate(lst):
+        if x is pi:
+            lst.pop(i)
+            return
+
+
+def sum_requests(pods: Iterable[PodInfo]) -> dict[str, Any]:
+    out: dict[str, int] = {}
+    for pi in pods:
+        for k, v in pi.requests.items():
+            out[k] = out.get(k, 0) + v
+    return out

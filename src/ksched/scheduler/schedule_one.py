@@ -1,0 +1,326 @@
+"""One scheduling attempt, as upstream's schedule_one.go: find the nodes that fit (with the
+adaptive percentage of nodes to score and the rotating start index), score them, pick the
+host, reserve, permit, assume; then the binding cycle. Vectorized Filter/Score forms are used
+where plugins provide them; ``Framework.vectorize = False`` forces the per-node forms."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.runtime import Framework
+from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status
+from ksched.scheduler.framework.types import NodeInfo
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "MIN_FEASIBLE_NODES_TO_FIND",
+    "ScheduleResult",
+    "num_feasible_nodes_to_find",
+]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """Upstream's numFeasibleNodesToFind (adaptive when the percentage is 0)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * pct // 100
+    if num < MIN_FEASIBLE_NODES_TO_FIND:
+        return MIN_FEASIBLE_NODES_TO_FIND
+    return num
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+@dataclass(slots=True)
+class Explanation:
+    """The decision record of one attempt (kube-scheduler-simulator style)."""
+
+    filters: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    selected: str | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filter": self.filters, "score": self.scores, "selectedNode": self.selected,
+                "message": self.message}
+
+
+class FeasibleNodeFinder:
+    """Finds feasible nodes for one pod on one snapshot."""
+
+    def __init__(self, fw: Framework, snapshot: Snapshot) -> None:
+        self.fw = fw
+        self.snapshot = snapshot
+
+    def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
+             diagnosis: Diagnosis, explain: Explanation | None) -> tuple[np.ndarray, int]:
+        """Rows (in ``rows`` order) of up to ``num_to_find`` feasible nodes, and how many nodes
+        were processed. Fills ``diagnosis`` for the processed nodes that failed, but only when
+        none fit (statuses are only needed then) or when explaining."""
+        fw = self.fw
+        snap = self.snapshot
+        infos = snap.infos
+        n = len(rows)
+        if n == 0:
+            return rows, 0
+        skip = state.skip_filter_plugins
+        plugins = [p for p in fw.filter_plugins if p.name not in skip]
+        vec_plugins = [p for p in plugins if fw.vectorize and getattr(p, "filter_nodes", None) is not None]
+        node_plugins = [p for p in plugins if p not in vec_plugins]
+        masks: dict[str, np.ndarray] = {}
+        mask = np.ones(n, dtype=bool)
+        for p in vec_plugins:
+            m = p.filter_nodes(state, pod, snap, rows)  # type: ignore[attr-defined]
+            masks[p.name] = m
+            mask &= m
+        # Nodes with nominated pods are evaluated per node, twice (with and without them).
+        nominated_pos: set[int] = set()
+        nom = fw.nominator
+        if nom is not None and len(nom):
+            row_pos = {int(r): i for i, r in enumerate(rows.tolist())}
+            for node_name in list(nom.by_node):
+                r = snap.row_of.get(node_name)
+                if r is None or r not in row_pos:
+                    continue
+                if fw.nominated_pods_to_add(pod, node_name):
+                    nominated_pos.add(row_pos[r])
+        statuses: dict[int, Status] = {}  # position -> status of a node checked per node
+        feasible: list[int] = []
+        processed = n
+        if not node_plugins and not nominated_pos:
+            idx = np.flatnonzero(mask)
+            if len(idx) >= num_to_find:
+                idx = idx[:num_to_find]
+                processed = int(idx[-1]) + 1
+            feasible_rows = rows[idx]
+        else:
+            cand = np.flatnonzero(mask).tolist()
+            if nominated_pos:
+                cand = sorted(set(cand) | nominated_pos)
+            processed = n
+            for pos in cand:
+                ni = infos[int(rows[pos])]
+                assert ni is not None
+                if pos in nominated_pos:
+                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                else:
+                    st = _run_node_plugins(node_plugins, state, pod, ni)
+                if st is None:
+                    feasible.append(pos)
+                    if len(feasible) >= num_to_find:
+                        processed = pos + 1
+                        break
+                else:
+                    if st.code == Code.ERROR:
+                        raise _FilterError(st)
+                    statuses[pos] = st
+            feasible_rows = rows[np.asarray(feasible, dtype=np.int64)] if feasible else rows[:0]
+        if len(feasible_rows) == 0 or explain is not None:
+            self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plugins, masks, statuses,
+                           nominated_pos, diagnosis, explain, feasible_rows)
+        return feasible_rows, processed
+
+    def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
+                  masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                  diagnosis: Diagnosis, explain: Explanation | None, feasible_rows: np.ndarray) -> None:
+        """Per-node status of every processed node that failed: the first plugin (in order)
+        that rejects it, with that plugin's reasons."""
+        fw = self.fw
+        infos = self.snapshot.infos
+        feasible = set(feasible_rows.tolist())
+        limit = len(rows) if explain is not None else processed
+        for pos in range(limit):
+            r = int(rows[pos])
+            ni = infos[r]
+            assert ni is not None
+            if r in feasible:
+                if explain is not None:
+                    explain.filters[ni.name] = "passed"
+                continue
+            st = statuses.get(pos)
+            if st is None:
+                if pos in nominated_pos:
+                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                else:
+                    st = None
+                    for p in plugins:
+                        m = masks.get(p.name)
+                        if m is not None and m[pos]:
+                            continue
+                        s = p.filter(state, pod, ni)
+                        if s is not None and s.code != Code.SUCCESS:
+                            st = s.with_plugin(p.name)
+                            break
+            if st is None:
+                # Feasible but beyond the nodes the cycle needed to find.
+                if explain is not None:
+                    explain.filters[ni.name] = "passed"
+                continue
+            if explain is not None:
+                explain.filters[ni.name] = {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
+            if pos < processed or len(feasible_rows) == 0:
+                diagnosis.node_to_status[ni.name] = st
+                diagnosis.add_plugin_of(st)
+
+
+class _FilterError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def _run_node_plugins(plugins: Sequence[Any], state: CycleState, pod: Pod, ni: NodeInfo) -> Status | None:
+    for p in plugins:
+        st = p.filter(state, pod, ni)
+        if st is not None and st.code != Code.SUCCESS:
+            if st.code == Code.ERROR or st.is_rejected():
+                return st.with_plugin(p.name)
+            return Status.as_error(f"plugin {p.name} returned an unexpected status {st!r}", p.name)
+    return None
+
+
+class Algorithm:
+    """schedulePod: PreFilter, Filter, PreScore, Score, select host. Keeps the rotating start
+    index between cycles."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.next_start_node_index = 0
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot,
+                     explain: Explanation | None = None) -> ScheduleResult:
+        num_all = snapshot.num_nodes
+        if num_all == 0:
+            raise NoNodesAvailable()
+        feasible_rows, diagnosis = self.find_nodes_that_fit_pod(fw, state, pod, snapshot, explain)
+        if len(feasible_rows) == 0:
+            raise FitError(pod.key, num_all, diagnosis)
+        infos = snapshot.infos
+        if len(feasible_rows) == 1:
+            host = infos[int(feasible_rows[0])].name  # type: ignore[union-attr]
+            if explain is not None:
+                explain.selected = host
+            return ScheduleResult(host, self._evaluated, 1)
+        nodes = snapshot.node_list(feasible_rows)
+        st = fw.run_pre_score(state, pod, nodes)
+        if st is not None:
+            raise SchedulingError(st)
+        record: dict[str, Any] | None = {} if explain is not None else None
+        totals, st = fw.run_score(state, pod, snapshot, nodes, record)
+        if st is not None:
+            raise SchedulingError(st)
+        best = int(totals.max())
+        ties = np.flatnonzero(totals == best)
+        pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
+        host = infos[int(feasible_rows[pick])].name  # type: ignore[union-attr]
+        if explain is not None and record is not None:
+            names = nodes.names
+            for i, name in enumerate(names):
+                entry: dict[str, Any] = {}
+                for plugin, (raw, norm, weighted) in record.items():
+                    entry[plugin] = {"raw": int(raw[i]) if raw is not None else None, "normalized": int(norm[i]),
+                                     "weighted": int(weighted[i])}
+                entry["total"] = int(totals[i])
+                explain.scores[name] = entry
+            explain.selected = host
+        return ScheduleResult(host, self._evaluated, len(feasible_rows))
+
+    def find_nodes_that_fit_pod(self, fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot,
+                                explain: Explanation | None) -> tuple[np.ndarray, Diagnosis]:
+        diagnosis = Diagnosis()
+        all_nodes = snapshot.all_nodes()
+        self._evaluated = 0
+        pre_res, st, narrowing = fw.run_pre_filter(state, pod, all_nodes)
+        if st is not None:
+            if st.code == Code.ERROR:
+                raise SchedulingError(st)
+            diagnosis.absent_status = st
+            diagnosis.pre_filter_msg = st.message()
+            for pl in narrowing:
+                diagnosis.unschedulable_plugins.add(pl)
+            if st.plugin:
+                diagnosis.add_plugin_of(st)
+            if explain is not None:
+                for name in all_nodes.names:
+                    explain.filters[name] = {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
+            return snapshot.order[:0], diagnosis
+        # The nominated node (from a previous preemption) is tried first.
+        nn = pod.nominated_node_name
+        if nn and fw.filter_plugins:
+            ni = snapshot.get(nn)
+            if ni is not None and (pre_res is None or pre_res.node_names is None or nn in pre_res.node_names):
+                st2 = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                if st2 is None:
+                    self._evaluated = 1
+                    if explain is not None:
+                        explain.filters[nn] = "passed"
+                    return np.asarray([snapshot.row_of[nn]], dtype=np.int64), diagnosis
+                if st2.code == Code.ERROR:
+                    raise SchedulingError(st2)
+        rows = snapshot.order
+        if pre_res is not None and pre_res.node_names is not None:
+            keep = pre_res.node_names
+            rows = np.asarray([r for r in rows.tolist() if snapshot.infos[r].name in keep],  # type: ignore[union-attr]
+                              dtype=np.int64)
+            diagnosis.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                             f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
+            diagnosis.unschedulable_plugins.update(narrowing)
+        n = len(rows)
+        if n == 0:
+            return rows, diagnosis
+        if not fw.filter_plugins:
+            num = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
+            start = self.next_start_node_index % n
+            sel = np.roll(rows, -start)[:num]
+            self.next_start_node_index = (start + len(sel)) % n
+            self._evaluated = len(sel)
+            return sel, diagnosis
+        num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
+        if not fw.has_score_plugins():
+            num_to_find = 1
+        start = self.next_start_node_index % n
+        ordered = np.concatenate((rows[start:], rows[:start])) if start else rows
+        finder = FeasibleNodeFinder(fw, snapshot)
+        try:
+            feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain)
+        except _FilterError as e:
+            self.next_start_node_index = (start + n) % n
+            raise SchedulingError(e.status) from e
+        self.next_start_node_index = (start + processed) % n
+        self._evaluated = processed
+        return feasible, diagnosis
+
+
+class NoNodesAvailable(Exception):
+    def __str__(self) -> str:
+        return "no nodes available to schedule pods"
+
+
+class SchedulingError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
