@@ -139,6 +139,7 @@ class Scheduler:
         self._wake = threading.Event()
         self.scheduled = 0
         self.failed_attempts = 0
+        self.metrics_observer: Callable[[float], None] | None = None
         add_all_event_handlers(self)
         self._attempt_counters: dict[tuple[str, str], Any] = {}
 
@@ -264,8 +265,11 @@ class Scheduler:
         if c is None:
             c = self._attempt_counters[key] = (self.metrics.schedule_attempts.labels(result, fw.profile_name),
                                                self.metrics.attempt_duration.labels(result, fw.profile_name))
+        d = time.perf_counter() - start
         c[0].inc()
-        c[1].observe(time.perf_counter() - start)
+        c[1].observe(d)
+        if self.metrics_observer is not None:
+            self.metrics_observer(d)
         if result != "scheduled":
             self.failed_attempts += 1
 

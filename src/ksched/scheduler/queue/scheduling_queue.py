@@ -510,23 +510,32 @@ class PriorityQueue:
             return 0
         return self.move_all_to_active_or_backoff(UNSCHEDULABLE_TIMEOUT, pods=old)
 
-    def next_wakeup(self) -> float | None:
-        """When the queue next has something to do by itself (backoff expiry, flush)."""
-        times: list[float] = []
+    def next_backoff_wakeup(self) -> float | None:
+        """When the next backing-off pod becomes ready."""
+        best: float | None = None
         for heap in (self._backoff, self._error_backoff):
             for exp, e in heap:
                 qpi = self._qpi_of(e)
                 if qpi.where == BACKOFF and self._entry_current(qpi, e):
-                    times.append(exp + BACKOFF_ORDERING_WINDOW)
-                    break
-        if self.unschedulable:
-            oldest = min((q.timestamp for q in self.unschedulable.values() if not q.gated), default=None)
-            if oldest is not None:
-                due = oldest + self.max_in_unschedulable
-                flush = self._last_unschedulable_flush + UNSCHEDULABLE_FLUSH_INTERVAL
-                while flush <= due:
-                    flush += UNSCHEDULABLE_FLUSH_INTERVAL
-                times.append(flush)
+                    t = exp + BACKOFF_ORDERING_WINDOW
+                    if best is None or t < best:
+                        best = t
+        return best
+
+    def next_flush_wakeup(self) -> float | None:
+        """When the periodic flush next moves a pod that has been unschedulable for too long."""
+        oldest = min((q.timestamp for q in self.unschedulable.values() if not q.gated), default=None)
+        if oldest is None:
+            return None
+        due = oldest + self.max_in_unschedulable
+        flush = self._last_unschedulable_flush + UNSCHEDULABLE_FLUSH_INTERVAL
+        while flush <= due:
+            flush += UNSCHEDULABLE_FLUSH_INTERVAL
+        return flush
+
+    def next_wakeup(self) -> float | None:
+        """When the queue next has something to do by itself (backoff expiry, flush)."""
+        times = [t for t in (self.next_backoff_wakeup(), self.next_flush_wakeup()) if t is not None]
         return min(times) if times else None
 
     # ---------------------------------------------------------------- introspection

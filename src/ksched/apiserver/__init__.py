@@ -1,0 +1,1 @@
+"""The embedded API server: versioned store, watch, admission, binding and conflict resolver."""

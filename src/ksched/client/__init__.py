@@ -1,0 +1,1 @@
+"""Cluster clients (in-process and REST) and informers."""

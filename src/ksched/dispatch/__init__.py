@@ -1,0 +1,1 @@
+"""Several scheduler instances on one cluster."""

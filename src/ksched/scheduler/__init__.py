@@ -1,0 +1,1 @@
+"""The scheduling framework, cache, queue, plugins and loop."""

@@ -1,0 +1,1 @@
+"""Simulation: virtual clock, workloads, trace loaders, reports."""

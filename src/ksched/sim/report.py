@@ -1,0 +1,223 @@
+"""What a simulation reports: per pod (node or why it is pending), per node (allocatable and
+requested), a summary; as JSON, as rich tables, and as a Markdown report with a utilization plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.api.quantity import format_bytes, format_milli, format_value
+from ksched.api.resources import is_hugepages, pod_requests
+from ksched.sim.simulation import Simulation, SimulationResult
+
+__all__ = ["build_report", "format_resources", "render_table", "write_markdown_report"]
+
+_BYTES = ("memory", "ephemeral-storage", "storage")
+
+
+def format_resource(name: str, v: int) -> str:
+    if name == "cpu":
+        return format_milli(v)
+    if name in _BYTES or is_hugepages(name):
+        return format_bytes(v)
+    return format_value(v)
+
+
+def format_resources(d: dict[str, int]) -> dict[str, str]:
+    return {k: format_resource(k, v) for k, v in sorted(d.items())}
+
+
+def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
+    cond = pod.condition("PodScheduled") or {}
+    reason = None
+    message = None
+    if not pod.node_name:
+        reason = cond.get("reason") or ("SchedulingGated" if pod.scheduling_gates else None)
+        message = cond.get("message") or (
+            f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]" if pod.scheduling_gates else None)
+        if reason is None and pod.scheduler_name not in sim.scheduler.profiles:
+            reason = "NotOurScheduler"
+            message = f'schedulerName "{pod.scheduler_name}" is not a profile of this scheduler'
+    entry: dict[str, Any] = {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "node": pod.node_name or None,
+        "phase": pod.phase,
+        "reason": reason,
+        "message": message,
+        "nominatedNode": pod.nominated_node_name or None,
+        "attempts": sim.scheduler.attempts.get(pod.key, 0),
+    }
+    if explain:
+        ex = sim.scheduler.explanations.get(pod.key)
+        entry["explain"] = ex.to_dict() if ex is not None else None
+    return entry
+
+
+def build_report(sim: Simulation, result: SimulationResult, explain: bool = False) -> dict[str, Any]:
+    pods = sorted((p for p in sim.store.items("Pod") if isinstance(p, Pod)), key=lambda p: (p.namespace, p.name))
+    nodes = sorted((n for n in sim.store.items("Node") if isinstance(n, Node)), key=lambda n: n.name)
+    requested: dict[str, dict[str, int]] = {n.name: {} for n in nodes}
+    counts: dict[str, int] = {n.name: 0 for n in nodes}
+    for p in pods:
+        if p.node_name in requested and not p.is_terminal:
+            r = requested[p.node_name]
+            for k, v in pod_requests(p).items():
+                r[k] = r.get(k, 0) + v
+            counts[p.node_name] += 1
+    node_entries = []
+    for n in nodes:
+        req = dict(requested[n.name])
+        req["pods"] = counts[n.name]
+        node_entries.append({"name": n.name, "allocatable": format_resources(n.allocatable),
+                             "requested": format_resources(req)})
+    pod_entries = [_pod_entry(sim, p, explain) for p in pods]
+    scheduled = sum(1 for p in pods if p.node_name)
+    unschedulable = sum(1 for e in pod_entries if e["node"] is None and e["reason"] in ("Unschedulable",
+                                                                                      "SchedulerError"))
+    return {
+        "pods": pod_entries,
+        "nodes": node_entries,
+        "summary": {"pods": len(pods), "scheduled": scheduled, "unschedulable": unschedulable,
+                    "pending": len(pods) - scheduled, "seconds": round(result.virtual_seconds, 3)},
+    }
+
+
+def _pct(req: int, alloc: int) -> str:
+    return f"{100 * req / alloc:.0f}%" if alloc else "-"
+
+
+def render_table(console: Any, sim: Simulation, report: dict[str, Any], explain_pod: str | None = None) -> None:
+    from rich.table import Table
+
+    pods = Table(title="Pods", show_lines=False)
+    for col in ("POD", "NODE / PENDING REASON", "ATTEMPTS"):
+        pods.add_column(col)
+    for e in report["pods"]:
+        where = e["node"] if e["node"] else f"[yellow]{e['reason'] or 'Pending'}[/]: {e['message'] or ''}"
+        if e["nominatedNode"] and not e["node"]:
+            where += f" (nominated: {e['nominatedNode']})"
+        pods.add_row(f"{e['namespace']}/{e['name']}", where, str(e["attempts"]))
+    console.print(pods)
+    nodes = Table(title="Nodes")
+    for col in ("NODE", "CPU", "MEMORY", "PODS", "OTHER"):
+        nodes.add_column(col)
+    store_nodes = {n.name: n for n in sim.store.items("Node") if isinstance(n, Node)}
+    for e in report["nodes"]:
+        n = store_nodes[e["name"]]
+        req: dict[str, int] = {}
+        for p in sim.store.items("Pod"):
+            if isinstance(p, Pod) and p.node_name == n.name and not p.is_terminal:
+                for k, v in pod_requests(p).items():
+                    req[k] = req.get(k, 0) + v
+        a = n.allocatable
+        other = ", ".join(f"{k} {e['requested'].get(k, '0')}/{e['allocatable'][k]}" for k in e["allocatable"]
+                          if k not in ("cpu", "memory", "pods", "ephemeral-storage"))
+        nodes.add_row(e["name"],
+                      f"{e['requested'].get('cpu', '0')}/{e['allocatable'].get('cpu', '0')} "
+                      f"({_pct(req.get('cpu', 0), a.get('cpu', 0))})",
+                      f"{e['requested'].get('memory', '0')}/{e['allocatable'].get('memory', '0')} "
+                      f"({_pct(req.get('memory', 0), a.get('memory', 0))})",
+                      f"{e['requested'].get('pods', '0')}/{e['allocatable'].get('pods', '0')}", other)
+    console.print(nodes)
+    s = report["summary"]
+    console.print(f"[bold]{s['pods']} pods[/]: {s['scheduled']} scheduled, {s['unschedulable']} unschedulable, "
+                  f"{s['pending'] - s['unschedulable']} otherwise pending; {s['seconds']} s of simulated time")
+    if explain_pod:
+        render_explain(console, report, explain_pod)
+
+
+def render_explain(console: Any, report: dict[str, Any], pod_ref: str) -> None:
+    from rich.table import Table
+
+    ns, _, name = pod_ref.rpartition("/")
+    ns = ns or "default"
+    entry = next((e for e in report["pods"] if e["namespace"] == ns and e["name"] == name), None)
+    if entry is None:
+        console.print(f"[red]no pod {ns}/{name} in the simulation[/]")
+        return
+    ex = entry.get("explain")
+    if not ex:
+        console.print(f"no scheduling attempt recorded for {ns}/{name}")
+        return
+    t = Table(title=f"Filter verdicts for {ns}/{name}")
+    t.add_column("NODE")
+    t.add_column("VERDICT")
+    for node, v in sorted(ex["filter"].items()):
+        t.add_row(node, "passed" if v == "passed" else f"{v['plugin']}: {v['reason']}")
+    console.print(t)
+    if ex["score"]:
+        plugins = sorted({p for sc in ex["score"].values() for p in sc if p != "total"})
+        st = Table(title="Scores (raw / normalized / weighted)")
+        st.add_column("NODE")
+        for p in plugins:
+            st.add_column(p)
+        st.add_column("TOTAL")
+        for node, sc in sorted(ex["score"].items(), key=lambda kv: -kv[1]["total"]):
+            st.add_row(node, *(f"{sc[p]['raw']}/{sc[p]['normalized']}/{sc[p]['weighted']}" if p in sc else "-"
+                               for p in plugins), str(sc["total"]))
+        console.print(st)
+    console.print(f"selected node: {ex['selectedNode']}" if ex["selectedNode"] else f"not scheduled: {ex['message']}")
+
+
+def write_markdown_report(path: str | Path, sim: Simulation, report: dict[str, Any]) -> Path:
+    """A Markdown report with a per-node CPU/memory utilization plot (PNG beside it)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    png = p.with_suffix(".png")
+    nodes = {n.name: n for n in sim.store.items("Node") if isinstance(n, Node)}
+    names = [e["name"] for e in report["nodes"]]
+    cpu_u: list[float] = []
+    mem_u: list[float] = []
+    for e in report["nodes"]:
+        n = nodes[e["name"]]
+        req: dict[str, int] = {}
+        for pod in sim.store.items("Pod"):
+            if isinstance(pod, Pod) and pod.node_name == n.name and not pod.is_terminal:
+                for k, v in pod_requests(pod).items():
+                    req[k] = req.get(k, 0) + v
+        cpu_u.append(100 * req.get("cpu", 0) / n.allocatable["cpu"] if n.allocatable.get("cpu") else 0.0)
+        mem_u.append(100 * req.get("memory", 0) / n.allocatable["memory"] if n.allocatable.get("memory") else 0.0)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, len(names) * 0.25), 4))
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], cpu_u, width=0.4, label="cpu")
+    ax.bar([x + 0.2 for x in xs], mem_u, width=0.4, label="memory")
+    ax.set_ylabel("requested / allocatable (%)")
+    ax.set_ylim(0, 100)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names, rotation=90, fontsize=6)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    s = report["summary"]
+    lines = [
+        "# ksched simulation report",
+        "",
+        f"- pods: {s['pods']}, scheduled: {s['scheduled']}, unschedulable: {s['unschedulable']}",
+        f"- simulated time: {s['seconds']} s",
+        "",
+        f"![utilization]({png.name})",
+        "",
+        "## Pending pods",
+        "",
+        "| pod | reason | message |",
+        "| --- | --- | --- |",
+    ]
+    for e in report["pods"]:
+        if not e["node"]:
+            lines.append(f"| {e['namespace']}/{e['name']} | {e['reason'] or ''} | {(e['message'] or '').replace('|', '/')} |")
+    lines += ["", "## Nodes", "", "| node | cpu | memory | pods |", "| --- | --- | --- | --- |"]
+    for e in report["nodes"]:
+        lines.append(f"| {e['name']} | {e['requested'].get('cpu', '0')}/{e['allocatable'].get('cpu', '0')} | "
+                     f"{e['requested'].get('memory', '0')}/{e['allocatable'].get('memory', '0')} | "
+                     f"{e['requested'].get('pods', '0')}/{e['allocatable'].get('pods', '0')} |")
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
