@@ -110,7 +110,7 @@ def _percentile(xs: list[float], q: float) -> float:
     if not xs:
         return 0.0
     s = sorted(xs)
-    i = min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))
+    i = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
     return s[i]
 
 
