@@ -28,14 +28,38 @@ def parse_time(v: Any) -> float | None:
         return None
 
 
+_last_time: list[Any] = [None, ""]
+
+
 def format_time(t: float) -> str:
     """Seconds since the epoch -> RFC 3339 (``2024-01-02T03:04:05Z``), as metav1.Time marshals."""
-    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sec = int(t)
+    if _last_time[0] == sec:
+        return _last_time[1]  # type: ignore[no-any-return]
+    s = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_time[0] = sec
+    _last_time[1] = s
+    return s
 
 
 def format_micro_time(t: float) -> str:
     """Seconds since the epoch -> RFC 3339 with microseconds, as metav1.MicroTime marshals."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names = _SLOTS.get(cls)
+    if names is None:
+        out: list[str] = []
+        for c in cls.__mro__:
+            for n in getattr(c, "__slots__", ()):
+                if n not in out:
+                    out.append(n)
+        names = _SLOTS[cls] = tuple(out)
+    return names
 
 
 class OwnerReference:
@@ -102,6 +126,14 @@ class KubeObject:
 
     def deepcopy_raw(self) -> dict[str, Any]:
         return copy.deepcopy(self.raw)
+
+    def shallow_copy(self) -> Self:
+        """A new object sharing every attribute (callers then replace the ones that change)."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        for name in _slot_names(cls):
+            setattr(new, name, getattr(self, name))
+        return new
 
     def with_raw(self, raw: dict[str, Any]) -> Self:
         """A new object of the same kind from a changed manifest."""

@@ -122,6 +122,7 @@ class Watch:
         self.bookmarks = bookmarks
         self._events: deque[WatchEvent] = deque()
         self._cond = threading.Condition(threading.Lock())
+        self._waiting = False
         self.closed = False
         self.notify: Callable[[], None] | None = None
 
@@ -133,11 +134,12 @@ class Watch:
         return self.field_selector is None or self.field_selector.matches(field_values(obj))
 
     def _push(self, ev: WatchEvent) -> None:
-        with self._cond:
-            if self.closed:
-                return
-            self._events.append(ev)
-            self._cond.notify()
+        if self.closed:
+            return
+        self._events.append(ev)  # deque appends are atomic; a waiting consumer is woken below
+        if self._waiting:
+            with self._cond:
+                self._cond.notify()
         n = self.notify
         if n is not None:
             n()
@@ -163,18 +165,27 @@ class Watch:
 
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         """The next event; None on timeout or when the watch is closed and empty."""
+        if self._events:
+            return self._events.popleft()
         with self._cond:
-            if not self._events and not self.closed:
-                self._cond.wait(timeout)
-            if self._events:
-                return self._events.popleft()
-            return None
+            # Announce the wait before looking again, so a producer that appends in between
+            # either is seen here or sees _waiting and notifies.
+            self._waiting = True
+            try:
+                if not self._events and not self.closed:
+                    self._cond.wait(timeout)
+            finally:
+                self._waiting = False
+        if self._events:
+            return self._events.popleft()
+        return None
 
     def drain(self) -> list[WatchEvent]:
-        with self._cond:
-            out = list(self._events)
-            self._events.clear()
-            return out
+        out: list[WatchEvent] = []
+        ev = self._events
+        while ev:
+            out.append(ev.popleft())
+        return out
 
     def pending(self) -> int:
         return len(self._events)
@@ -441,8 +452,11 @@ class Store:
 
     # ------------------------------------------------------------------ create
 
-    def create(self, obj: dict[str, Any] | KubeObject, namespace: str | None = None) -> KubeObject:
-        raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
+    def create(self, obj: dict[str, Any] | KubeObject, namespace: str | None = None, *,
+               owned: bool = False) -> KubeObject:
+        """Create an object. ``owned=True`` hands the manifest over (no defensive copy): the
+        caller built it for this call and will not touch it again."""
+        raw = obj if owned and isinstance(obj, dict) else copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
         if namespace is not None:
@@ -798,7 +812,7 @@ class Store:
             if annotations:
                 md["annotations"] = {**(md.get("annotations") or {}), **annotations}
             raw["metadata"] = md
-            new = copy.copy(old)
+            new = old.shallow_copy()
             new.raw = raw
             new.node_name = node_name
             new.resource_version = str(rv)

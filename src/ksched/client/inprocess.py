@@ -30,8 +30,9 @@ class InProcessClient:
     def get(self, kind: str, namespace: str, name: str) -> KubeObject:
         return self.store.get(kind, namespace, name)
 
-    def create(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
-        return self.store.create(obj)
+    def create(self, obj: dict[str, Any] | KubeObject, owned: bool = False) -> KubeObject:
+        """``owned``: the caller built the manifest for this call alone (no copy is made)."""
+        return self.store.create(obj, owned=owned)
 
     def update(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
         return self.store.update(obj)

@@ -26,6 +26,8 @@ class EventRecorder:
         self._seen: dict[tuple[str, str, str], tuple[str, int]] = {}
         self._counter = 0
         self.recorded = 0
+        # The in-process client can take ownership of the manifests we build (no copy).
+        self._owned = {"owned": True} if hasattr(client, "store") else {}
 
     def event(self, obj: KubeObject, etype: str, reason: str, action: str, message: str) -> None:
         if not self.enabled:
@@ -65,7 +67,7 @@ class EventRecorder:
                 "source": {"component": self.component},
                 "reportingComponent": self.component,
                 "reportingInstance": self.component,
-            })
+            }, **self._owned)
             if len(self._seen) > 100_000:
                 self._seen.clear()
             self._seen[key] = (name, 1)

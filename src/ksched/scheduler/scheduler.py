@@ -11,7 +11,6 @@ Two ways to run it:
 
 from __future__ import annotations
 
-import copy
 import logging
 import queue as _queue
 import random
@@ -67,7 +66,7 @@ class BindingTask:
 
 def pod_with_node(pod: Pod, node_name: str) -> Pod:
     """The assumed copy of a pod: spec.nodeName set (the stored object is untouched)."""
-    p = copy.copy(pod)
+    p = pod.shallow_copy()
     raw = dict(pod.raw)
     spec = dict(raw.get("spec") or {})
     spec["nodeName"] = node_name

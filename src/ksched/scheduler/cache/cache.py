@@ -56,11 +56,16 @@ class Cache:
 
     # ---------------------------------------------------------------- bookkeeping
 
-    def _bump(self, ni: NodeInfo) -> None:
+    def _bump(self, ni: NodeInfo, pod: PodInfo | None = None, sign: int = 0) -> None:
+        """A NodeInfo changed: new generation; its table row gets the pod's delta (or is
+        rewritten when the node itself changed)."""
         self._generation += 1
         ni.generation = self._generation
         if ni.row >= 0:
-            self.table.write(ni.row, ni)
+            if pod is not None:
+                self.table.add_pod(ni.row, pod, sign)
+            else:
+                self.table.write(ni.row, ni)
             self._dirty.add(ni.row)
 
     def _alloc_row(self, ni: NodeInfo) -> None:
@@ -172,7 +177,7 @@ class Cache:
         ni.add_pod(pi)
         if pi.has_affinity or pi.pod.volumes:
             self._side_lists_changed = True
-        self._bump(ni)
+        self._bump(ni, pi, 1)
 
     def _remove_from_node(self, pod: Pod, node_name: str) -> None:
         ni = self.nodes.get(node_name)
@@ -186,7 +191,7 @@ class Cache:
         if ni.node is None and not ni.pods:
             del self.nodes[node_name]
             return
-        self._bump(ni)
+        self._bump(ni, removed, -1)
 
     def assume_pod(self, pod: Pod) -> None:
         """Add a pod (with spec.nodeName set to the chosen node) before it is bound."""
@@ -231,7 +236,15 @@ class Cache:
                 # Bound somewhere other than assumed: trust the API server.
                 log.warning("pod %s was assumed to be on %s but got added to %s", pod.key, old.node_name,
                             pod.node_name)
-            self._replace_pod(st, pod)
+                self._replace_pod(st, pod)
+            else:
+                # Confirmation: the same pod with the same spec; swap the object in place. The
+                # snapshot's copy keeps the assumed object (same spec) until the node next changes.
+                pi = PodInfo(pod)
+                ni = self.nodes.get(pod.node_name)
+                if ni is not None:
+                    ni.replace_pod(st.pod_info, pi)
+                st.pod_info = pi
             st.assumed = False
             self.assumed.discard(key)
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = ["CPU", "EPHEMERAL", "MEMORY", "PODS", "NodeTable", "ResourceColumns"]
 
@@ -89,6 +89,26 @@ class NodeTable:
         q[PODS] = len(ni.pods)
         self.nz[row, 0] = ni.non_zero_requested[0]
         self.nz[row, 1] = ni.non_zero_requested[1]
+
+    def add_pod(self, row: int, pi: PodInfo, sign: int) -> None:
+        """Add (sign 1) or remove (sign -1) one pod's requests to a row, without rewriting it."""
+        cached = pi.table_vector
+        if cached is None or cached[0] is not self.cols or cached[1] != len(self.cols):
+            cols = self.cols
+            idx = [cols.col(k) for k in pi.requests]
+            cached = pi.table_vector = (cols, len(cols), np.asarray(idx, dtype=np.int64),
+                                        np.asarray(list(pi.requests.values()), dtype=np.int64))
+            self.fit(row + 1)
+        _, _, idx_arr, vals = cached
+        if len(idx_arr):
+            if sign > 0:
+                self.req[row, idx_arr] += vals
+            else:
+                self.req[row, idx_arr] -= vals
+        self.req[row, PODS] += sign
+        nz = self.nz
+        nz[row, 0] += sign * pi.non_zero[0]
+        nz[row, 1] += sign * pi.non_zero[1]
 
     def clear(self, row: int) -> None:
         if row < self.capacity:

@@ -32,10 +32,12 @@ class PodInfo:
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "table_vector",
     )
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
+        self.table_vector: Any = None  # (columns, width, column indices, values) for the node table
         self.requests: dict[str, int] = pod_requests(pod)
         self.non_zero: tuple[int, int] = pod_non_zero_requests(pod)
         aff = pod.affinity
@@ -204,6 +206,15 @@ class NodeInfo:
             self.pods_with_required_anti_affinity.append(pi)
         self._update_usage(pi, 1)
 
+    def replace_pod(self, old: PodInfo, new: PodInfo) -> None:
+        """Swap a pod's info for a newer object of the same pod with the same requests, ports
+        and volumes (an assumed pod confirmed by the informer)."""
+        for lst in (self.pods, self.pods_with_affinity, self.pods_with_required_anti_affinity):
+            for i, x in enumerate(lst):
+                if x is old:
+                    lst[i] = new
+                    break
+
     def remove_pod(self, pod: Pod) -> PodInfo | None:
         uid = pod.uid
         key = pod.key
@@ -243,12 +254,13 @@ class NodeInfo:
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
         c.name = self.name
-        c.pods = list(self.pods)
-        c.pods_with_affinity = list(self.pods_with_affinity)
-        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
-        c.used_ports = self.used_ports.copy()
+        c.pods = self.pods.copy()
+        c.pods_with_affinity = self.pods_with_affinity.copy() if self.pods_with_affinity else []
+        c.pods_with_required_anti_affinity = (self.pods_with_required_anti_affinity.copy()
+                                              if self.pods_with_required_anti_affinity else [])
+        c.used_ports = self.used_ports.copy() if self.used_ports.ports else HostPortInfo()
         c.image_states = self.image_states
-        c.pvc_ref_counts = dict(self.pvc_ref_counts)
+        c.pvc_ref_counts = self.pvc_ref_counts.copy() if self.pvc_ref_counts else {}
         c.requested = dict(self.requested)
         c.non_zero_requested = list(self.non_zero_requested)
         c.allocatable = self.allocatable
