@@ -90,20 +90,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 err.print(f"[red]error[/]: {e.source}: {msg}", highlight=False)
             return EXIT_INVALID_INPUT
     res = load_manifests(args.paths)
-    errors = [str(e) for e in res.errors]
-    sim = None
-    if not errors:
-        try:
-            sim = Simulation(config, seed=args.seed, explain=bool(args.explain), kubelet=not args.no_kubelet)
-        except Exception as e:  # a plugin that cannot be built from the configuration
-            err.print(f"[red]error[/]: {args.config or 'configuration'}: {e}", highlight=False)
-            return EXIT_INVALID_INPUT
-        refused = sim.load(res.objects)
-        for i, e in refused:
-            m = res.manifests[i]
-            errors.append(f"{m.where}: {m.ref}: {e.message}")
+    errors: list[tuple[str, int, str]] = [(e.source, e.index if e.index is not None else -1, str(e))
+                                          for e in res.errors]
+    try:
+        sim = Simulation(config, seed=args.seed, explain=bool(args.explain), kubelet=not args.no_kubelet)
+    except Exception as e:  # a plugin that cannot be built from the configuration
+        err.print(f"[red]error[/]: {args.config or 'configuration'}: {e}", highlight=False)
+        return EXIT_INVALID_INPUT
+    # Admission (priority classes, duplicates, ...) is checked too, so every error shows at once.
+    for i, e in sim.load(res.objects):
+        m = res.manifests[i]
+        errors.append((m.source, m.index, f"{m.where}: {m.ref}: {e.message}"))
     if errors:
-        for e in errors:
+        errors.sort(key=lambda t: (t[0], t[1]))
+        for _, _, e in errors:
             err.print(f"[red]error[/]: {e}", highlight=False, soft_wrap=True)
         err.print(f"{len(errors)} error(s); nothing was simulated.", highlight=False)
         return EXIT_INVALID_INPUT
