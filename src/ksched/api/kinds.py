@@ -43,6 +43,8 @@ class UnknownKindError(ValueError):
 
 
 def kind_class(api_version: str, kind: str) -> type[KubeObject]:
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise UnknownKindError(str(api_version), str(kind))
     cls = KINDS.get(kind)
     if cls is None or (api_version and api_version != cls.API_VERSION
                        and api_version not in _ALIASES.get(kind, ())):

@@ -360,7 +360,8 @@ class NodeSelectorTerm:
         self.fields = fields
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> NodeSelectorTerm:
+    def from_dict(cls, d: Mapping[str, Any] | None) -> NodeSelectorTerm:
+        d = d or {}  # a null term decodes to an empty one (which matches nothing)
         labels = tuple(
             Requirement(e.get("key", ""), e.get("operator", ""), tuple(str(v) for v in e.get("values") or ()))
             for e in d.get("matchExpressions") or ())

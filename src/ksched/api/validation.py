@@ -332,7 +332,7 @@ def _node_selector_term(v: _V, path: Path, term: Any) -> None:
                     v.required(p.child("values"))
                 else:
                     try:
-                        int(vals[0])
+                        int(str(vals[0]))
                     except (TypeError, ValueError):
                         v.invalid(p.child("values").index(0), vals[0], "must be an integer")
             if part == "matchFields" and key and key != "metadata.name":
