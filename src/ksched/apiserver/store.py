@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksched.api.errors import FieldError
+from ksched.api.event import Event
 from ksched.api.kinds import KINDS, UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject, format_time, parse_time
@@ -54,6 +55,7 @@ from ksched.apiserver.errors import (
     TooManyRequests,
 )
 from ksched.apiserver.patch import PatchError, apply_patch
+from ksched.apiserver.pvcontroller import PV_CONTROLLER_KINDS, PVController
 from ksched.clock import Clock, RealClock
 
 __all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "Store", "Watch", "WatchEvent"]
@@ -93,6 +95,13 @@ def field_values(obj: KubeObject) -> dict[str, str]:
         f["status.nominatedNodeName"] = obj.nominated_node_name
     elif isinstance(obj, Node):
         f["spec.unschedulable"] = "true" if obj.unschedulable else "false"
+    elif isinstance(obj, Event):
+        io = obj.involved_object
+        for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
+            f[f"involvedObject.{k}"] = str(io.get(k) or "")
+        f["reason"] = obj.reason
+        f["type"] = obj.type
+        f["source"] = str(obj.source.get("component") or "")
     return f
 
 
@@ -100,6 +109,9 @@ _SUPPORTED_FIELDS = {
     "Pod": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName",
             "status.nominatedNodeName"},
     "Node": {"metadata.name", "spec.unschedulable"},
+    "Event": {"metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
+              "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
+              "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "type", "source"},
 }
 
 
@@ -259,6 +271,7 @@ class Store:
         # Write hooks (persistence): called with (event type, kind, object, rv) under the lock.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
         self._pdb_namespaces: dict[str, int] = {}
+        self.pv_controller = PVController(self)  # binds and provisions volumes after PV/PVC/class writes
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
                 self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -534,6 +547,8 @@ class Store:
         self._commit(cls, ADDED, None, obj, rv)
         if cls is Pod or cls is PodDisruptionBudget:
             self._sync_pdbs(obj.namespace)
+        elif cls.KIND in PV_CONTROLLER_KINDS:
+            self.pv_controller.sync(cls.KIND, obj)
         return obj
 
     # ------------------------------------------------------------------ update
@@ -595,6 +610,8 @@ class Store:
     def _after_pod_change(self, cls: type[KubeObject], obj: KubeObject) -> None:
         if cls is Pod or cls is PodDisruptionBudget:
             self._sync_pdbs(obj.namespace)
+        elif cls.KIND in PV_CONTROLLER_KINDS:
+            self.pv_controller.sync(cls.KIND, obj)
 
     def _merge_update(self, cls: type[KubeObject], old: KubeObject, raw: dict[str, Any],
                       subresource: str) -> dict[str, Any] | None:

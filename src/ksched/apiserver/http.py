@@ -1,0 +1,517 @@
+"""The embedded store behind a Kubernetes-compatible REST API (aiohttp), for kubectl and remote
+schedulers: CRUD, list with selectors and pagination, watch streams with bookmarks and
+timeouts, the three patch types, pods/binding|status|eviction, discovery, server-side Tables,
+Status errors as kube-apiserver returns them. Binds to loopback unless told otherwise; off
+loopback it requires TLS and a bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import ssl
+import threading
+import time
+from typing import Any
+
+from aiohttp import web
+
+from ksched import __version__
+from ksched.api.errors import FieldError
+from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
+from ksched.api.meta import KubeObject
+from ksched.apiserver import discovery
+from ksched.apiserver.errors import (
+    ApiError,
+    BadRequest,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from ksched.apiserver.openapi import openapi_root, openapi_v3
+from ksched.apiserver.store import BOOKMARK, Store, WatchEvent
+from ksched.apiserver.tables import to_table
+
+__all__ = ["ApiServer", "is_loopback"]
+
+log = logging.getLogger(__name__)
+
+_TABLE_ACCEPT = "as=Table"
+_PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json",
+                "application/strategic-merge-patch+json")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _status_ok(details: dict[str, Any] | None = None, code: int = 200) -> dict[str, Any]:
+    st: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+    if details:
+        st["details"] = details
+    return st
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(data, separators=(",", ":")).encode(), status=status,
+                        content_type="application/json")
+
+
+def _error(e: ApiError) -> web.Response:
+    headers = {}
+    if e.retry_after is not None:
+        headers["Retry-After"] = str(e.retry_after)
+    return web.Response(body=json.dumps(e.status()).encode(), status=e.code, content_type="application/json",
+                        headers=headers)
+
+
+def _bool(v: str | None) -> bool:
+    return v is not None and v.lower() in ("1", "true", "yes")
+
+
+class ApiServer:
+    """The HTTP front of a Store. ``start()`` serves from a background thread (tests, ``serve``)."""
+
+    def __init__(self, store: Store, host: str = "127.0.0.1", port: int = 6443, *, token: str | None = None,
+                 ssl_context: ssl.SSLContext | None = None, bookmark_interval: float = 60.0,
+                 allow_insecure_remote: bool = False) -> None:
+        if not is_loopback(host) and not allow_insecure_remote and (ssl_context is None or not token):
+            raise ValueError(f"listening on {host} (not loopback) requires TLS and a bearer token")
+        self.store = store
+        self.host = host
+        self.port = port
+        self.token = token
+        self.ssl_context = ssl_context
+        self.bookmark_interval = bookmark_interval
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopping: asyncio.Event | None = None
+        self._start_error: BaseException | None = None
+        self.app = self._make_app()
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def _make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth_middleware], client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    async def _start_async(self) -> None:
+        self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
+        await site.start()
+        if self.port == 0:
+            sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+            if sockets:
+                self.port = sockets[0].getsockname()[1]
+
+    def start(self) -> None:
+        """Serve from a background thread; returns once the socket listens."""
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            self._stopping = asyncio.Event()
+            try:
+                loop.run_until_complete(self._start_async())
+            except BaseException as e:  # report bind errors to the caller
+                self._start_error = e
+                self._ready.set()
+                return
+            self._ready.set()
+            loop.run_until_complete(self._stopping.wait())
+            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="apiserver", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self._start_error is not None:
+            raise self._start_error
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def wait(self) -> None:
+        """Block until stopped."""
+        if self._thread is not None:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+
+    # ---------------------------------------------------------------- middleware
+
+    @web.middleware
+    async def _auth_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if self.token is not None and request.path not in ("/healthz", "/readyz", "/livez"):
+            auth = request.headers.get("Authorization", "")
+            if auth != f"Bearer {self.token}":
+                return _error(Unauthorized("Unauthorized"))
+        try:
+            return await handler(request)  # type: ignore[no-any-return]
+        except ApiError as e:
+            return _error(e)
+        except web.HTTPException:
+            raise
+        except Exception as e:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            from ksched.apiserver.errors import InternalError
+
+            return _error(InternalError(f"Internal error occurred: {e}"))
+
+    # ---------------------------------------------------------------- routing
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return _json({"major": "1", "minor": "36", "gitVersion": f"v1.36.0-ksched.{__version__}",
+                          "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
+                          "compiler": "ksched", "platform": "python"})
+        if path == "/api":
+            return _json(discovery.api_versions(f"{self.host}:{self.port}"))
+        if path == "/apis":
+            return _json(discovery.api_group_list())
+        if path == "/openapi/v3":
+            return _json(openapi_root())
+        if path.startswith("/openapi/v3/"):
+            parts = path[len("/openapi/v3/"):].split("/")
+            doc = None
+            if parts[0] == "api" and len(parts) == 2:
+                doc = openapi_v3("", parts[1])
+            elif parts[0] == "apis" and len(parts) == 3:
+                doc = openapi_v3(parts[1], parts[2])
+            if doc is None:
+                raise NotFound("the server could not find the requested resource")
+            return _json(doc)
+        segs = [s for s in path.split("/") if s]
+        if segs[0] == "api" and len(segs) >= 2:
+            group, version, rest = "", segs[1], segs[2:]
+        elif segs[0] == "apis" and len(segs) >= 2:
+            if len(segs) == 2:
+                g = discovery.api_group(segs[1])
+                if g is None:
+                    raise NotFound("the server could not find the requested resource")
+                return _json(g)
+            group, version, rest = segs[1], segs[2], segs[3:]
+        else:
+            raise NotFound("the server could not find the requested resource")
+        if not rest:
+            lst = discovery.api_resource_list(group, version)
+            if lst is None:
+                raise NotFound("the server could not find the requested resource")
+            return _json(lst)
+        watch_path = False
+        if rest[0] == "watch":
+            watch_path = True
+            rest = rest[1:]
+        namespace = ""
+        if rest and rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            namespace = rest[1]
+            rest = rest[2:]
+        if not rest:
+            raise NotFound("the server could not find the requested resource")
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3:
+            raise NotFound("the server could not find the requested resource")
+        if (group, plural) == ("", "bindings"):
+            return await self._binding(request, namespace, "")
+        cls = discovery.resolve_resource(group, version, plural)
+        if cls is None:
+            raise NotFound(f"the server could not find the requested resource (resource {plural!r})")
+        if cls.NAMESPACED is False and namespace:
+            raise NotFound("the server could not find the requested resource")
+        m = request.method
+        if sub:
+            return await self._subresource(request, cls, namespace, name, sub)
+        if watch_path or (m == "GET" and not name and _bool(request.query.get("watch"))):
+            return await self._watch(request, cls, namespace, name)
+        if m == "GET":
+            return self._get(request, cls, namespace, name) if name else self._list(request, cls, namespace)
+        if m == "POST" and not name:
+            return await self._create(request, cls, namespace)
+        if m == "PUT" and name:
+            return await self._update(request, cls, namespace, name, "")
+        if m == "PATCH" and name:
+            return await self._patch(request, cls, namespace, name, "")
+        if m == "DELETE" and name:
+            return await self._delete(request, cls, namespace, name)
+        if m == "DELETE":
+            return await self._delete_collection(request, cls, namespace)
+        raise MethodNotAllowed("the server does not allow this method on the requested resource")
+
+    # ---------------------------------------------------------------- helpers
+
+    @staticmethod
+    async def _body(request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        try:
+            if ctype in ("application/yaml", "application/apply-patch+yaml"):
+                import yaml
+
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, Exception) as e:
+            raise BadRequest(f"the request body is not valid JSON: {e}") from e
+
+    @staticmethod
+    def _wants_table(request: web.Request) -> bool:
+        return _TABLE_ACCEPT in request.headers.get("Accept", "")
+
+    @staticmethod
+    def _selectors(request: web.Request) -> tuple[Any, Any]:
+        try:
+            ls = parse_label_selector(request.query.get("labelSelector", ""))
+            fs = parse_field_selector(request.query.get("fieldSelector", ""))
+        except SelectorError as e:
+            raise BadRequest(f"unable to parse requirement: {e}") from e
+        return (ls if not ls.is_empty() else None), (fs if not fs.is_empty() else None)
+
+    def _check_body(self, body: Any, cls: type[KubeObject], namespace: str, name: str | None) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object")
+        kind = body.get("kind")
+        if kind is None:
+            body["kind"] = cls.KIND
+        elif kind != cls.KIND:
+            raise BadRequest(f'the kind "{kind}" of the object does not match the resource '
+                             f'"{cls.PLURAL}" (kind "{cls.KIND}")')
+        av = body.get("apiVersion")
+        if av is not None and av != cls.API_VERSION:
+            raise BadRequest(f'the API version "{av}" of the object does not match "{cls.API_VERSION}"')
+        body.setdefault("apiVersion", cls.API_VERSION)
+        md = body.get("metadata")
+        if md is None:
+            md = body["metadata"] = {}
+        if not isinstance(md, dict):
+            raise Invalid.of(cls.KIND, name or "", [FieldError("metadata", "must be an object")])
+        if name is not None:
+            if md.get("name") and md["name"] != name:
+                raise BadRequest("the name of the object does not match the name on the URL")
+            md["name"] = name
+        if cls.NAMESPACED and namespace:
+            if md.get("namespace") and md["namespace"] != namespace:
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                                 "request")
+            md["namespace"] = namespace
+        return body
+
+    def _render(self, request: web.Request, obj: KubeObject, status: int = 200) -> web.Response:
+        if self._wants_table(request):
+            return _json(to_table(obj.KIND, [obj], self.store.now(), obj.resource_version,
+                                  include_object=request.query.get("includeObject", "Metadata")), status)
+        return _json(obj.raw, status)
+
+    # ---------------------------------------------------------------- verbs
+
+    def _get(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str) -> web.Response:
+        return self._render(request, self.store.get(cls, namespace, name))
+
+    def _list(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
+        ls, fs = self._selectors(request)
+        try:
+            limit = int(request.query.get("limit", "0") or 0)
+        except ValueError as e:
+            raise BadRequest("limit must be an integer") from e
+        items, rv, cont = self.store.list(cls, namespace or None, ls, fs, limit,
+                                          request.query.get("continue", ""))
+        if self._wants_table(request):
+            return _json(to_table(cls.KIND, items, self.store.now(), str(rv), cont,
+                                  request.query.get("includeObject", "Metadata")))
+        md: dict[str, Any] = {"resourceVersion": str(rv)}
+        if cont:
+            md["continue"] = cont
+        return _json({"kind": f"{cls.KIND}List", "apiVersion": cls.API_VERSION, "metadata": md,
+                      "items": [o.raw for o in items]})
+
+    async def _create(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
+        body = self._check_body(await self._body(request), cls, namespace, None)
+        if request.query.get("dryRun") == "All":
+            raise BadRequest("dryRun is not supported by ksched")
+        obj = self.store.create(body, owned=True)
+        return self._render(request, obj, 201)
+
+    async def _update(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
+                      sub: str) -> web.Response:
+        body = self._check_body(await self._body(request), cls, namespace, name)
+        obj = self.store.update(body, sub)
+        return self._render(request, obj)
+
+    async def _patch(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
+                     sub: str) -> web.Response:
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype == "application/apply-patch+yaml":
+            raise UnsupportedMediaType("server-side apply is not supported by ksched; use client-side apply "
+                                       "(kubectl apply without --server-side)")
+        if ctype not in _PATCH_TYPES:
+            raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
+                                       f'include: {", ".join(_PATCH_TYPES)}')
+        body = await self._body(request)
+        obj = self.store.patch(cls, namespace, name, body, ctype, sub)
+        return self._render(request, obj)
+
+    async def _delete(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str) -> web.Response:
+        opts = await self._body(request) or {}
+        if not isinstance(opts, dict):
+            raise BadRequest("DeleteOptions must be an object")
+        grace = opts.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
+        pre = opts.get("preconditions") or {}
+        obj = self.store.delete(cls, namespace, name, grace_period_seconds=int(grace) if grace is not None else None,
+                                uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
+        return _json(obj.raw)
+
+    async def _delete_collection(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
+        ls, fs = self._selectors(request)
+        items, _, _ = self.store.list(cls, namespace or None, ls, fs)
+        for o in items:
+            try:
+                self.store.delete(cls, o.namespace, o.name)
+            except NotFound:
+                pass
+        return _json(_status_ok())
+
+    async def _binding(self, request: web.Request, namespace: str, name: str) -> web.Response:
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise BadRequest("a Binding must be a JSON object")
+        md = body.get("metadata") or {}
+        pod_name = name or md.get("name") or ""
+        if name and md.get("name") and md["name"] != name:
+            raise BadRequest("the name of the Binding does not match the pod name on the URL")
+        target = body.get("target") or {}
+        node = target.get("name") or ""
+        uid = (md.get("uid") or None)
+        self.store.bind(namespace or md.get("namespace") or "default", pod_name, node, uid=uid,
+                        annotations=md.get("annotations") or None)
+        return _json(_status_ok(code=201), 201)
+
+    async def _subresource(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
+                           sub: str) -> web.StreamResponse:
+        m = request.method
+        if cls.KIND == "Pod" and sub == "binding" and m == "POST":
+            return await self._binding(request, namespace, name)
+        if cls.KIND == "Pod" and sub == "eviction" and m == "POST":
+            body = await self._body(request) or {}
+            opts = body.get("deleteOptions") or {} if isinstance(body, dict) else {}
+            grace = opts.get("gracePeriodSeconds")
+            self.store.evict(namespace, name, int(grace) if grace is not None else None)
+            return _json(_status_ok(code=201), 201)
+        if sub == "status":
+            if m == "GET":
+                return self._get(request, cls, namespace, name)
+            if m == "PUT":
+                return await self._update(request, cls, namespace, name, "status")
+            if m == "PATCH":
+                return await self._patch(request, cls, namespace, name, "status")
+        raise NotFound(f"the server could not find the requested resource ({cls.PLURAL}/{sub})")
+
+    # ---------------------------------------------------------------- watch
+
+    def _event_json(self, request: web.Request, ev: WatchEvent, table: bool, kind: str, api_version: str) -> bytes:
+        if ev.type == BOOKMARK:
+            obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version,
+                                   "metadata": {"resourceVersion": str(ev.resource_version)}}
+        else:
+            assert ev.object is not None
+            obj = ev.object.raw
+            if table:
+                obj = to_table(kind, [ev.object], self.store.now(), ev.object.resource_version,
+                               include_object=request.query.get("includeObject", "Metadata"))
+        return json.dumps({"type": ev.type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    async def _watch(self, request: web.Request, cls: type[KubeObject], namespace: str,
+                     name: str) -> web.StreamResponse:
+        q = request.query
+        ls, fs = self._selectors(request)
+        if name:
+            fs = parse_field_selector(f"metadata.name={name}")
+        rv = q.get("resourceVersion", "")
+        bookmarks = _bool(q.get("allowWatchBookmarks"))
+        send_initial = _bool(q.get("sendInitialEvents"))
+        timeout_s = q.get("timeoutSeconds")
+        deadline = time.monotonic() + float(timeout_s) if timeout_s else None
+        table = self._wants_table(request)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
+                                                       "Transfer-Encoding": "chunked"})
+        await resp.prepare(request)
+        try:
+            w = self.store.watch(cls, namespace or None, rv, ls, fs, bookmarks=bookmarks)
+        except ApiError as e:
+            await resp.write(json.dumps({"type": "ERROR", "object": e.status()}).encode() + b"\n")
+            await resp.write_eof()
+            return resp
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        w.notify = lambda: loop.call_soon_threadsafe(wake.set)
+        kind = cls.KIND
+        api_version = cls.API_VERSION
+        initial_pending = send_initial and rv in ("", "0")
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        try:
+            while True:
+                evs = w.drain()
+                if evs:
+                    chunk = b"".join(self._event_json(request, ev, table, kind, api_version) for ev in evs)
+                    await resp.write(chunk)
+                if initial_pending:
+                    initial_pending = False
+                    mark = {"type": BOOKMARK, "object": {
+                        "kind": kind, "apiVersion": api_version,
+                        "metadata": {"resourceVersion": str(self.store.resource_version),
+                                     "annotations": {"k8s.io/initial-events-end": "true"}}}}
+                    await resp.write(json.dumps(mark).encode() + b"\n")
+                if w.closed:
+                    break
+                now = time.monotonic()
+                if bookmarks and now >= next_bookmark:
+                    await resp.write(self._event_json(request, WatchEvent(BOOKMARK, None, self.store.resource_version),
+                                                      False, kind, api_version))
+                    next_bookmark = now + self.bookmark_interval
+                wait = next_bookmark - now if bookmarks else 30.0
+                if deadline is not None:
+                    if now >= deadline:
+                        break
+                    wait = min(wait, deadline - now)
+                wake.clear()
+                if w.pending():
+                    continue
+                try:
+                    await asyncio.wait_for(wake.wait(), timeout=max(0.01, wait))
+                except TimeoutError:
+                    pass
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            w.notify = None
+            w.stop()
+        try:
+            await resp.write_eof()
+        except ConnectionResetError:
+            pass
+        return resp
+
