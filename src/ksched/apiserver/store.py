@@ -80,6 +80,9 @@ class WatchEvent:
     type: str
     object: KubeObject | None
     resource_version: int
+    # The object before the change (history only): lets a filtered watch that resumes from an
+    # older resourceVersion see a change out of its selection as a DELETED, as the watch cache does.
+    prev: KubeObject | None = None
 
     def __repr__(self) -> str:
         return f"WatchEvent({self.type}, {self.object!r}, rv={self.resource_version})"
@@ -156,24 +159,32 @@ class Watch:
         if n is not None:
             n()
 
-    def _offer(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> None:
-        """Queue the event as this watch sees it: a change that moves an object into or out of
-        the selection is an ADDED or DELETED, as the API server's watch cache reports it."""
-        filtered = self.namespace is not None or self.label_selector is not None or self.field_selector is not None
-        if not filtered:
-            self._push(WatchEvent(etype, new if new is not None else old, rv))
-            return
+    @property
+    def filtered(self) -> bool:
+        return self.namespace is not None or self.label_selector is not None or self.field_selector is not None
+
+    def _translate(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> WatchEvent | None:
+        """The event as this watch sees it: a change that moves an object into or out of the
+        selection is an ADDED or DELETED, as the API server's watch cache reports it."""
+        if not self.filtered:
+            return WatchEvent(etype, new if new is not None else old, rv)
         old_in = old is not None and self.matches(old)
         new_in = new is not None and self.matches(new)
         if etype == DELETED:
-            if old_in:
-                self._push(WatchEvent(DELETED, old, rv))
-        elif new_in and old_in:
-            self._push(WatchEvent(MODIFIED, new, rv))
-        elif new_in:
-            self._push(WatchEvent(ADDED, new, rv))
-        elif old_in:
-            self._push(WatchEvent(DELETED, new if new is not None else old, rv))
+            return WatchEvent(DELETED, old, rv) if old_in else None
+        if new_in and old_in:
+            return WatchEvent(MODIFIED, new, rv)
+        if new_in:
+            return WatchEvent(ADDED, new, rv)
+        if old_in:
+            return WatchEvent(DELETED, new if new is not None else old, rv)
+        return None
+
+    def _offer(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> None:
+        """Queue the event as this watch sees it (see :meth:`_translate`)."""
+        ev = self._translate(etype, old, new, rv)
+        if ev is not None:
+            self._push(ev)
 
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         """The next event; None on timeout or when the watch is closed and empty."""
@@ -307,7 +318,7 @@ class Store:
             bucket.pop(obj.key, None)
         else:
             bucket[obj.key] = obj  # type: ignore[assignment]
-        ev = WatchEvent(etype, obj, rv)
+        ev = WatchEvent(etype, obj, rv, old if etype != DELETED else None)
         hist = self._history[kind]
         if len(hist) >= self.history_size:
             dropped = hist.popleft()
@@ -426,10 +437,18 @@ class Store:
                     raise Gone(f"too old resource version: {rv} ({self._compacted[cls.KIND] + 1})")
                 if rv > self._rv:
                     raise Gone(f"too large resource version: {rv}, current: {self._rv}")
-                filtered = w.namespace is not None or w.label_selector is not None or w.field_selector is not None
                 for ev in self._history[cls.KIND]:
-                    if ev.resource_version > rv and (not filtered or w.matches(ev.object)):  # type: ignore[arg-type]
+                    if ev.resource_version <= rv:
+                        continue
+                    if not w.filtered:
                         w._events.append(ev)
+                        continue
+                    if ev.type == DELETED:
+                        tev = w._translate(DELETED, ev.object, None, ev.resource_version)
+                    else:
+                        tev = w._translate(ev.type, ev.prev, ev.object, ev.resource_version)
+                    if tev is not None:
+                        w._events.append(tev)
             self._watches[cls.KIND].append(w)
         return w
 
@@ -462,6 +481,29 @@ class Store:
             for k in [kind] if kind else list(self._history):
                 self._history[k].clear()
                 self._compacted[k] = self._rv
+
+    def restore(self, objects: Iterable[KubeObject], resource_version: int) -> None:
+        """Replace the contents with saved objects (a restart from persistence). The history
+        starts empty at ``resource_version``: watches from older versions get 410 Gone."""
+        with self._lock:
+            for k in self._objects:
+                self._objects[k] = {}
+                self._history[k].clear()
+            self.accounting = NodeAccounting()
+            top = resource_version
+            for o in objects:
+                self._objects[o.KIND][o.key] = o
+                if isinstance(o, Pod):
+                    self.accounting.add(o)
+                try:
+                    top = max(top, int(o.resource_version or 0))
+                except ValueError:
+                    pass
+            self._rv = top
+            for k in self._compacted:
+                self._compacted[k] = top
+            for ns in {o.namespace for o in self._objects["PodDisruptionBudget"].values()}:
+                self._pdb_namespaces[ns] = 1
 
     # ------------------------------------------------------------------ create
 

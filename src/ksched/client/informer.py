@@ -97,10 +97,17 @@ class DeltaFIFO:
             for o in objs:
                 listed.add(o.key)
                 self._add(REPLACED, o)
-            for k in list(self._known_keys()):
-                if k in listed:
+            # Keys still queued (not yet in the indexer) that the list no longer has, as
+            # client-go's DeltaFIFO.Replace: their deletion was missed while the watch was down.
+            for k, deltas in list(self._items.items()):
+                if k in listed or deltas[-1][0] == DELETED:
                     continue
-                if k in self._items and self._items[k][-1][0] == DELETED:
+                last = deltas[-1][1]
+                if isinstance(last, DeletedFinalStateUnknown):
+                    last = last.obj
+                self._add(DELETED, DeletedFinalStateUnknown(k, last))
+            for k in list(self._known_keys()):
+                if k in listed or k in self._items:
                     continue
                 last = self._known_object(k)
                 if last is not None:
