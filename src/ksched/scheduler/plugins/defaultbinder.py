@@ -14,13 +14,12 @@ class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        from ksched.apiserver.errors import ApiError
-
-        assert self.handle is not None
+        """Any error of the binding call becomes an Error status (upstream's AsStatus(err)); the
+        original exception (e.g. an ApiError with its code) stays in ``status.error``."""
         try:
+            if self.handle is None or self.handle.client is None:
+                raise RuntimeError("DefaultBinder has no API client")
             self.handle.client.bind(pod, node_name)
-        except ApiError as e:
-            st = Status.as_error(e, self.name)
-            st.error = e
-            return st
+        except Exception as e:
+            return Status.as_error(e, self.name)
         return None

@@ -14,7 +14,6 @@ from ksched.scheduler.framework.events import (
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
-    QueueingHint,
 )
 from ksched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin
 from ksched.scheduler.framework.status import Code, Status
@@ -44,10 +43,5 @@ class NodeName(FilterPlugin, EnqueueExtensions):
         return rows == r
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), self._after_node_add)]
-
-    @staticmethod
-    def _after_node_add(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if new is None or not pod.node_name or pod.node_name == new.name:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        # As upstream (1.36): a new node always triggers a retry (no hint, the same as Queue).
+        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.taints import Taint, tolerations_tolerate_taint
 from ksched.scheduler.cache.snapshot import Snapshot
@@ -65,20 +66,21 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if new is None:
-            return QueueingHint.QUEUE_SKIP
-        if old is None:
-            # A node was added: it helps if it is schedulable (or tolerated).
-            if not new.unschedulable or tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
-                return QueueingHint.QUEUE
-            return QueueingHint.QUEUE_SKIP
-        if old.unschedulable and not new.unschedulable:
+        """Queue when a schedulable node is added, or a node goes from unschedulable to
+        schedulable (upstream's isSchedulableAfterNodeChange)."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        if (old is not None and old.unschedulable and not new.unschedulable) or (
+                old is None and not new.unschedulable):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
     @staticmethod
     def _after_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if new is None or (new.uid or new.key) != (pod.uid or pod.key):
+        """Queue when the rejected pod itself now tolerates the unschedulable taint."""
+        if not isinstance(new, Pod) or (old is not None and not isinstance(old, Pod)):
+            raise TypeError(f"expected Pod objects, got {type(old).__name__} and {type(new).__name__}")
+        if (new.uid or new.key) != (pod.uid or pod.key):
             return QueueingHint.QUEUE_SKIP
         if tolerations_tolerate_taint(new.tolerations, UNSCHEDULABLE_TAINT):
             return QueueingHint.QUEUE

@@ -34,6 +34,10 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
 
     @staticmethod
     def _after_update(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if new is None or (new.uid or new.key) != (pod.uid or pod.key):
+        """Queue when the gated pod itself had its gates removed (upstream's
+        isSchedulableAfterUpdatePodSchedulingGatesEliminated; the event only fires then)."""
+        if not isinstance(new, Pod) or (old is not None and not isinstance(old, Pod)):
+            raise TypeError(f"expected Pod objects, got {type(old).__name__} and {type(new).__name__}")
+        if (new.uid or new.key) != (pod.uid or pod.key):
             return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE if not new.scheduling_gates else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
