@@ -255,10 +255,14 @@ class Framework:
 
     def run_pre_filter(self, state: CycleState, pod: Pod,
                        nodes: NodeList) -> tuple[PreFilterResult | None, Status | None, list[str]]:
-        """(merged node subset, status, plugins that narrowed the nodes)."""
+        """(merged node subset, status, plugins that narrowed the nodes). As upstream, an
+        Unschedulable status does not stop the other PreFilter plugins (preemption needs their
+        state, k/k#119770); UnschedulableAndUnresolvable and errors do."""
         result: PreFilterResult | None = None
         narrowing: list[str] = []
         skipped: set[str] = set()
+        state.skip_filter_plugins = skipped
+        rejected: Status | None = None
         for p in self.pre_filter_plugins:
             r, st = p.pre_filter(state, pod, nodes)
             if st is not None and st.code == Code.SKIP:
@@ -266,17 +270,23 @@ class Framework:
                 continue
             if st is not None and st.code != Code.SUCCESS:
                 st = st.with_plugin(p.name)
-                if st.code == Code.ERROR:
-                    return None, st, narrowing
-                return None, st, [p.name]
+                if st.code == Code.UNSCHEDULABLE:
+                    if rejected is None:
+                        rejected = st
+                    continue
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, st, []
+                return None, st, []
             if r is not None and not r.all_nodes():
                 narrowing.append(p.name)
                 result = r if result is None else result.merge(r)
                 if result.node_names is not None and not result.node_names:
-                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously" \
-                        if len(narrowing) > 1 else "node(s) didn't satisfy plugin " + p.name
+                    names = sorted(narrowing)
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously" \
+                        if len(names) > 1 else "node(s) didn't satisfy plugin " + names[0]
                     return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name), narrowing
-        state.skip_filter_plugins = skipped
+        if rejected is not None:
+            return None, rejected, narrowing
         return result, None, narrowing
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo,
@@ -366,7 +376,8 @@ class Framework:
             reasons.extend(st.reasons)
             if r is not None and r.mode != PostFilterResult.MODE_NOOP:
                 result = r
-            plugin = p.name
+            if not plugin:
+                plugin = p.name  # the first failed plugin, as upstream
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
 
     # ---------------------------------------------------------------- PreScore / Score
