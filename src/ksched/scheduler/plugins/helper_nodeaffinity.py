@@ -263,6 +263,21 @@ class _Term:
         return True
 
 
+_TERM_CACHE: dict[tuple[Any, ...], _Term] = {}
+_TERM_CACHE_MAX = 4096
+
+
+def _term(term: NodeSelectorTerm, path: str) -> _Term:
+    """A parsed term, shared by every selector with an equal term (terms are immutable)."""
+    key = (path, term.key())
+    t = _TERM_CACHE.get(key)
+    if t is None:
+        if len(_TERM_CACHE) >= _TERM_CACHE_MAX:
+            _TERM_CACHE.clear()
+        t = _TERM_CACHE[key] = _Term(term, path)
+    return t
+
+
 def _aggregate(errs: list[str]) -> str:
     """``errors.Flatten(errors.NewAggregate(errs)).Error()``: duplicates dropped, several in brackets."""
     seen: list[str] = []
@@ -286,7 +301,7 @@ class CompiledNodeSelector:
         for i, t in enumerate(selector.terms):
             if t.is_empty():
                 continue
-            ct = _Term(t, f"nodeSelectorTerms[{i}]")
+            ct = _term(t, f"nodeSelectorTerms[{i}]")
             errs.extend(ct.errors)
             self.terms.append(ct)
         self.errors = errs
@@ -323,7 +338,7 @@ class PreferredSchedulingTerms:
         for i, pt in enumerate(terms):
             if pt.weight == 0 or pt.term.is_empty():
                 continue
-            ct = _Term(pt.term, f"[{i}]")
+            ct = _term(pt.term, f"[{i}]")
             if ct.errors:
                 self.errors.extend(ct.errors)
             else:

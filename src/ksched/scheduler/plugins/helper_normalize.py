@@ -28,7 +28,9 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: np.ndarray
         if reverse:
             scores[:] = max_priority
         return None
-    out = go_div(scores.astype(np.int64, copy=False) * max_priority, max_count)
+    prod = scores.astype(np.int64, copy=False) * max_priority
+    # Floor and truncating division agree unless a score is negative.
+    out = prod // max_count if int(scores.min()) >= 0 else go_div(prod, max_count)
     if reverse:
         out = max_priority - out
     scores[:] = out
