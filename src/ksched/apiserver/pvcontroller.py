@@ -1,0 +1,581 @@
+"""A minimal PersistentVolume controller for the embedded API store, and the storage helpers it
+shares with the scheduler's volume plugins.
+
+The embedded cluster has no kube-controller-manager, so nothing would ever bind a claim. This
+module does what upstream's PV controller (``pkg/controller/volume/persistentvolume``) and an
+external CSI provisioner do, synchronously, right after the store commits a write to a
+PersistentVolume, PersistentVolumeClaim or StorageClass (as the store's disruption controller
+does for PodDisruptionBudgets):
+
+* a claim with no ``spec.volumeName`` is bound to the smallest matching available volume, unless
+  its class is ``WaitForFirstConsumer`` (then only a volume already reserved for it by
+  ``spec.claimRef`` -- what the scheduler's VolumeBinding writes in PreBind -- is bound);
+* a volume whose ``spec.claimRef`` names a claim with an empty ``spec.volumeName`` gets that claim
+  bound to it (``spec.volumeName``, ``pv.kubernetes.io/bind-completed``, both phases ``Bound``);
+* a claim of a class with a provisioner and no matching volume gets a new volume
+  ``pvc-<claim uid>`` (capacity = request, the class's provisioner as CSI driver), provisioned
+  at once for ``Immediate`` classes and, for ``WaitForFirstConsumer`` classes, once the scheduler
+  has set ``volume.kubernetes.io/selected-node`` (the volume then has node affinity to that node's
+  hostname); a selected node that does not exist makes the provisioner drop the annotation, which
+  tells the scheduler provisioning failed;
+* claims without ``spec.storageClassName`` get the default StorageClass (the DefaultStorageClass
+  admission plugin and the controller's retroactive assignment);
+* volumes whose claim is gone are ``Released``, or deleted under the ``Delete`` reclaim policy;
+  claims whose bound volume is gone are ``Lost``.
+
+Only the helpers (``claim_class``, ``find_matching_volume``, ...) are meant for other modules; they
+follow ``k8s.io/component-helpers/storage/volume``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ksched.api.meta import KubeObject
+from ksched.api.node import Node
+from ksched.api.storage import (
+    ANNOTATION_BIND_COMPLETED,
+    ANNOTATION_BOUND_BY_CONTROLLER,
+    ANNOTATION_SELECTED_NODE,
+    BINDING_WAIT_FOR_FIRST_CONSUMER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from ksched.apiserver.errors import ApiError
+
+if TYPE_CHECKING:
+    from ksched.apiserver.store import Store
+
+__all__ = [
+    "ANN_BETA_STORAGE_CLASS",
+    "ANN_PROVISIONED_BY",
+    "ANN_STORAGE_PROVISIONER",
+    "NOT_SUPPORTED_PROVISIONER",
+    "PV_CONTROLLER_KINDS",
+    "PVController",
+    "bind_volume_to_claim",
+    "check_access_modes",
+    "check_node_affinity",
+    "claim_class",
+    "claim_ref_for",
+    "find_matching_volume",
+    "is_pvc_fully_bound",
+    "is_volume_bound_to_claim",
+    "match_topology_selector_terms",
+    "volume_class",
+    "volume_mode_mismatch",
+]
+
+log = logging.getLogger(__name__)
+
+ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+ANN_BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
+NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+
+PHASE_AVAILABLE = "Available"
+PHASE_BOUND = "Bound"
+PHASE_RELEASED = "Released"
+PHASE_FAILED = "Failed"
+CLAIM_PENDING = "Pending"
+CLAIM_BOUND = "Bound"
+CLAIM_LOST = "Lost"
+
+PV_CONTROLLER_KINDS = frozenset(("PersistentVolume", "PersistentVolumeClaim", "StorageClass"))
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def claim_class(pvc: PersistentVolumeClaim) -> str:
+    """The claim's class: the beta annotation, else ``spec.storageClassName``, else ""
+    (upstream's GetPersistentVolumeClaimClass)."""
+    ann = pvc.annotations.get(ANN_BETA_STORAGE_CLASS)
+    if ann is not None:
+        return ann
+    return pvc.storage_class_name or ""
+
+
+def volume_class(pv: PersistentVolume) -> str:
+    """The volume's class: the beta annotation, else ``spec.storageClassName``."""
+    ann = pv.annotations.get(ANN_BETA_STORAGE_CLASS)
+    if ann is not None:
+        return ann
+    return pv.storage_class_name
+
+
+def is_volume_bound_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
+    """``spec.claimRef`` names the claim (and its UID, when the reference has one)."""
+    cr = pv.claim_ref
+    if not cr:
+        return False
+    if cr.get("name", "") != pvc.name or cr.get("namespace", "") != pvc.namespace:
+        return False
+    uid = cr.get("uid") or ""
+    return not (uid and uid != pvc.uid)
+
+
+def check_node_affinity(pv: PersistentVolume, node_labels: Mapping[str, str]) -> bool:
+    """Whether the volume's required node affinity admits a node with these labels. As upstream,
+    only labels are known here (a ``metadata.name`` field term matches no node)."""
+    na = pv.node_affinity
+    if na is None:
+        return True
+    return na.matches("", node_labels)
+
+
+def check_access_modes(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
+    """Every access mode the claim asks for is one the volume has."""
+    modes = set(pv.access_modes)
+    return all(m in modes for m in pvc.access_modes)
+
+
+def volume_mode_mismatch(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
+    return pvc.volume_mode != pv.volume_mode
+
+
+def _vac(obj: KubeObject) -> str:
+    return ((obj.raw.get("spec") or {}).get("volumeAttributesClassName")) or ""
+
+
+def is_pvc_fully_bound(pvc: PersistentVolumeClaim) -> bool:
+    return bool(pvc.volume_name) and ANNOTATION_BIND_COMPLETED in pvc.annotations
+
+
+def match_topology_selector_terms(terms: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> bool:
+    """A StorageClass's ``allowedTopologies``: no terms admit every node; terms are ORed, their
+    label expressions ANDed (upstream's MatchTopologySelectorTerms)."""
+    terms = list(terms)
+    if not terms:
+        return True
+    for term in terms:
+        ok = True
+        for e in term.get("matchLabelExpressions") or ():
+            v = labels.get(e.get("key", ""))
+            if v is None or v not in (e.get("values") or ()):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def find_matching_volume(pvc: PersistentVolumeClaim, volumes: Iterable[PersistentVolume],
+                         node_labels: Mapping[str, str] | None, excluded: Mapping[str, Any] | None,
+                         delay_binding: bool) -> PersistentVolume | None:
+    """A volume for the claim (upstream's FindMatchingVolume, VolumeAttributesClass on): one
+    reserved for it by ``claimRef`` if there is one, else the smallest available volume that
+    matches class, selector, capacity, volume mode, access modes (scheduler path) and node
+    affinity (scheduler path: ``node_labels`` given). On the controller path (no node) a claim in
+    delay-binding mode only gets a volume reserved for it."""
+    requested = pvc.request
+    requested_class = claim_class(pvc)
+    selector = pvc.selector
+    claim_vac = _vac(pvc)
+    smallest: PersistentVolume | None = None
+    for pv in volumes:
+        if excluded and pv.name in excluded:
+            continue
+        bound_to_claim = is_volume_bound_to_claim(pv, pvc)
+        if pv.claim_ref and not bound_to_claim:
+            continue
+        if pv.capacity < requested:
+            continue
+        if volume_mode_mismatch(pvc, pv):
+            continue
+        if _vac(pv) != claim_vac:
+            continue
+        if pv.deletion_timestamp is not None:
+            continue
+        affinity_ok = True
+        if node_labels is not None:
+            affinity_ok = check_node_affinity(pv, node_labels)
+        if bound_to_claim:
+            # A volume reserved for the claim is the answer, or nothing on this node.
+            return pv if affinity_ok else None
+        if node_labels is None and delay_binding:
+            continue
+        if pv.phase != PHASE_AVAILABLE:
+            continue
+        if selector is not None and not selector.matches(pv.labels):
+            continue
+        if volume_class(pv) != requested_class:
+            continue
+        if not affinity_ok:
+            continue
+        if node_labels is not None and not check_access_modes(pvc, pv):
+            continue
+        if smallest is None or pv.capacity < smallest.capacity:
+            smallest = pv
+    return smallest
+
+
+def claim_ref_for(pvc: PersistentVolumeClaim) -> dict[str, Any]:
+    """An ObjectReference to the claim, as reference.GetReference builds it."""
+    ref: dict[str, Any] = {"kind": "PersistentVolumeClaim", "namespace": pvc.namespace, "name": pvc.name,
+                           "uid": pvc.uid, "apiVersion": "v1"}
+    if pvc.resource_version:
+        ref["resourceVersion"] = pvc.resource_version
+    return ref
+
+
+def bind_volume_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> tuple[PersistentVolume, bool]:
+    """The volume with ``claimRef`` set to the claim and ``pv.kubernetes.io/bound-by-controller``
+    when it was not reserved for the claim already, and whether anything changed (upstream's
+    GetBindVolumeToClaim). The given object is not modified."""
+    set_bound_by_controller = not is_volume_bound_to_claim(pv, pvc)
+    raw = copy.deepcopy(pv.raw)
+    spec = raw.setdefault("spec", {})
+    dirty = False
+    cr = pv.claim_ref or {}
+    if (not cr or cr.get("name", "") != pvc.name or cr.get("namespace", "") != pvc.namespace
+            or (cr.get("uid") or "") != pvc.uid):
+        spec["claimRef"] = claim_ref_for(pvc)
+        dirty = True
+    md = raw.setdefault("metadata", {})
+    anns = md.get("annotations") or {}
+    if set_bound_by_controller and ANNOTATION_BOUND_BY_CONTROLLER not in anns:
+        md["annotations"] = {**anns, ANNOTATION_BOUND_BY_CONTROLLER: "yes"}
+        dirty = True
+    return (PersistentVolume(raw) if dirty else pv), dirty
+
+
+def is_delay_binding_mode(pvc: PersistentVolumeClaim, get_class: Callable[[str], StorageClass | None]) -> bool:
+    """The claim's class exists and binds WaitForFirstConsumer (a missing class: Immediate)."""
+    name = claim_class(pvc)
+    if not name:
+        return False
+    sc = get_class(name)
+    if sc is None:
+        return False
+    return sc.volume_binding_mode == BINDING_WAIT_FOR_FIRST_CONSUMER
+
+
+def _is_default_class(sc: StorageClass) -> bool:
+    a = sc.annotations
+    return a.get(ANN_DEFAULT_CLASS) == "true" or a.get(ANN_BETA_DEFAULT_CLASS) == "true"
+
+
+def _allowed_topologies_affinity(sc: StorageClass) -> dict[str, Any] | None:
+    terms = []
+    for t in sc.allowed_topologies:
+        exprs = [{"key": e.get("key", ""), "operator": "In", "values": list(e.get("values") or ())}
+                 for e in t.get("matchLabelExpressions") or ()]
+        if exprs:
+            terms.append({"matchExpressions": exprs})
+    return {"required": {"nodeSelectorTerms": terms}} if terms else None
+
+
+# ---------------------------------------------------------------------------- controller
+
+
+class PVController:
+    """Binds and provisions volumes in the embedded store. ``sync`` is called by the store, under
+    its lock, after a write to a PersistentVolume, PersistentVolumeClaim or StorageClass; the
+    controller's own writes come back through ``sync`` and are queued, so one call runs until
+    every affected claim and volume is settled."""
+
+    MAX_STEPS = 100_000
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: deque[tuple[str, str]] = deque()
+        self._queued: set[tuple[str, str]] = set()
+        self._running = False
+        self._stale_claims: dict[str, PersistentVolumeClaim] = {}
+
+    # ---- entry point --------------------------------------------------------------------
+
+    def sync(self, kind: str, obj: KubeObject) -> None:
+        if kind == "PersistentVolumeClaim":
+            if self.store.try_get(PersistentVolumeClaim, obj.namespace, obj.name) is None:
+                self._stale_claims[obj.key] = obj  # type: ignore[assignment]
+            self._enqueue("claim", obj.key)
+        elif kind == "PersistentVolume":
+            self._enqueue("volume", obj.name)
+            if self.store.try_get(PersistentVolume, "", obj.name) is None:
+                # A deleted volume: its claim may now be lost.
+                cr = obj.claim_ref if isinstance(obj, PersistentVolume) else None
+                if cr:
+                    self._enqueue("claim", f"{cr.get('namespace', '')}/{cr.get('name', '')}")
+        elif kind == "StorageClass":
+            for pvc in self._claims():
+                if not pvc.volume_name:
+                    self._enqueue("claim", pvc.key)
+        else:
+            return
+        if self._running:
+            return
+        self._running = True
+        try:
+            steps = 0
+            while self._queue:
+                what, key = self._queue.popleft()
+                self._queued.discard((what, key))
+                steps += 1
+                if steps > self.MAX_STEPS:
+                    log.error("PV controller did not settle after %d steps; giving up", self.MAX_STEPS)
+                    self._queue.clear()
+                    self._queued.clear()
+                    break
+                try:
+                    if what == "claim":
+                        self._sync_claim(key)
+                    else:
+                        self._sync_volume(key)
+                except ApiError as e:  # a write lost a race: the next event retries
+                    log.debug("PV controller: syncing %s %s: %s", what, key, e)
+        finally:
+            self._running = False
+            self._stale_claims.clear()
+
+    def _enqueue(self, what: str, key: str) -> None:
+        item = (what, key)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.append(item)
+
+    # ---- store access -------------------------------------------------------------------
+
+    def _claims(self) -> list[PersistentVolumeClaim]:
+        return list(self.store._objects["PersistentVolumeClaim"].values())  # type: ignore[arg-type]
+
+    def _volumes(self) -> list[PersistentVolume]:
+        return list(self.store._objects["PersistentVolume"].values())  # type: ignore[arg-type]
+
+    def _class(self, name: str) -> StorageClass | None:
+        return self.store._objects["StorageClass"].get(name)  # type: ignore[return-value]
+
+    def _claim(self, key: str) -> PersistentVolumeClaim | None:
+        return self.store._objects["PersistentVolumeClaim"].get(key)  # type: ignore[return-value]
+
+    def _volume(self, name: str) -> PersistentVolume | None:
+        return self.store._objects["PersistentVolume"].get(name)  # type: ignore[return-value]
+
+    def _write(self, raw: dict[str, Any], subresource: str = "") -> KubeObject:
+        return self.store._update_unlocked(raw, subresource)
+
+    def _set_status(self, obj: KubeObject, **fields: Any) -> KubeObject:
+        status = dict(obj.raw.get("status") or {})
+        if all(status.get(k) == v for k, v in fields.items()):
+            return obj
+        status.update(fields)
+        raw = dict(obj.raw)
+        raw["status"] = status
+        return self._write(raw, "status")
+
+    # ---- claims ---------------------------------------------------------------------------
+
+    def _sync_claim(self, key: str) -> None:
+        pvc = self._claim(key)
+        if pvc is None:
+            self._claim_deleted(key)
+            return
+        if pvc.deletion_timestamp is not None:
+            return
+        if not pvc.volume_name:
+            self._sync_unbound_claim(pvc)
+            return
+        pv = self._volume(pvc.volume_name)
+        if pv is None:
+            phase = CLAIM_LOST if ANNOTATION_BIND_COMPLETED in pvc.annotations else CLAIM_PENDING
+            self._set_status(pvc, phase=phase)
+            return
+        if pv.claim_ref is None or is_volume_bound_to_claim(pv, pvc):
+            if volume_mode_mismatch(pvc, pv):
+                self._set_status(pvc, phase=CLAIM_PENDING)
+                return
+            self._bind(pv, pvc)
+            return
+        # The volume is bound to another claim: this (pre-bound) claim waits.
+        self._set_status(pvc, phase=CLAIM_PENDING)
+
+    def _sync_unbound_claim(self, pvc: PersistentVolumeClaim) -> None:
+        if self._assign_default_class(pvc):
+            return  # the update comes back as a new event
+        delay = is_delay_binding_mode(pvc, self._class)
+        pv = self._find_for_claim(pvc, delay)
+        if pv is not None:
+            self._bind(pv, pvc)
+            return
+        cls_name = claim_class(pvc)
+        if cls_name and not (delay and ANNOTATION_SELECTED_NODE not in pvc.annotations):
+            sc = self._class(cls_name)
+            if sc is not None and sc.provisioner and sc.provisioner != NOT_SUPPORTED_PROVISIONER:
+                self._provision(pvc, sc)
+                return
+        self._set_status(pvc, phase=CLAIM_PENDING)
+
+    def _find_for_claim(self, pvc: PersistentVolumeClaim, delay: bool) -> PersistentVolume | None:
+        """As upstream's volume index: among volumes whose access modes include the claim's, those
+        with the fewest modes are tried first."""
+        groups: dict[frozenset[str], list[PersistentVolume]] = {}
+        for pv in self._volumes():
+            if check_access_modes(pvc, pv):
+                groups.setdefault(frozenset(pv.access_modes), []).append(pv)
+        for modes in sorted(groups, key=len):
+            pv = find_matching_volume(pvc, groups[modes], None, None, delay)
+            if pv is not None:
+                return pv
+        return None
+
+    def _assign_default_class(self, pvc: PersistentVolumeClaim) -> bool:
+        spec = pvc.raw.get("spec") or {}
+        if spec.get("storageClassName") is not None or ANN_BETA_STORAGE_CLASS in pvc.annotations:
+            return False
+        defaults = [sc for sc in self.store._objects["StorageClass"].values()
+                    if isinstance(sc, StorageClass) and _is_default_class(sc)]
+        if not defaults:
+            return False
+        defaults.sort(key=lambda sc: (-(sc.creation_timestamp or 0.0), sc.name))
+        raw = copy.deepcopy(pvc.raw)
+        raw.setdefault("spec", {})["storageClassName"] = defaults[0].name
+        self._write(raw)
+        return True
+
+    def _claim_deleted(self, key: str) -> None:
+        gone = self._stale_claims.get(key)
+        ns, _, name = key.partition("/")
+        for pv in self._volumes():
+            cr = pv.claim_ref
+            if not cr or cr.get("namespace", "") != ns or cr.get("name", "") != name:
+                continue
+            if gone is not None and cr.get("uid") and cr.get("uid") != gone.uid:
+                continue
+            self._enqueue("volume", pv.name)
+
+    def _bind(self, pv: PersistentVolume, pvc: PersistentVolumeClaim) -> None:
+        """Both halves of a binding, each written only where it is not in place yet (upstream's
+        bind: bindVolumeToClaim, volume phase, bindClaimToVolume, claim status)."""
+        new_pv, dirty = bind_volume_to_claim(pv, pvc)
+        if dirty:
+            pv = self._write(new_pv.raw)  # type: ignore[assignment]
+        pv = self._set_status(pv, phase=PHASE_BOUND)  # type: ignore[assignment]
+        raw = copy.deepcopy(pvc.raw)
+        md = raw.setdefault("metadata", {})
+        anns = dict(md.get("annotations") or {})
+        spec = raw.setdefault("spec", {})
+        changed = False
+        if spec.get("volumeName") != pv.name:
+            spec["volumeName"] = pv.name
+            anns[ANNOTATION_BOUND_BY_CONTROLLER] = "yes"
+            changed = True
+        if ANNOTATION_BIND_COMPLETED not in anns:
+            anns[ANNOTATION_BIND_COMPLETED] = "yes"
+            changed = True
+        if changed:
+            md["annotations"] = anns
+            pvc = self._write(raw)  # type: ignore[assignment]
+        cap = dict((pv.raw.get("spec") or {}).get("capacity") or {})
+        self._set_status(pvc, phase=CLAIM_BOUND, accessModes=list(pv.access_modes), capacity=cap)
+
+    def _provision(self, pvc: PersistentVolumeClaim, sc: StorageClass) -> None:
+        """What an external provisioner does: a new volume reserved for the claim (the claim is
+        then bound to it by the volume's sync)."""
+        name = f"pvc-{pvc.uid}"
+        existing = self._volume(name)
+        if existing is not None:
+            if is_volume_bound_to_claim(existing, pvc):
+                self._bind(existing, pvc)
+            return
+        affinity: dict[str, Any] | None = None
+        selected = pvc.annotations.get(ANNOTATION_SELECTED_NODE)
+        if selected:
+            node = self.store._objects["Node"].get(selected)
+            if not isinstance(node, Node):
+                # Provisioning fails: dropping the annotation tells the scheduler to retry.
+                raw = copy.deepcopy(pvc.raw)
+                anns = dict(raw.get("metadata", {}).get("annotations") or {})
+                anns.pop(ANNOTATION_SELECTED_NODE, None)
+                raw["metadata"]["annotations"] = anns
+                self._write(raw)
+                return
+            hostname = node.labels.get(LABEL_HOSTNAME)
+            if hostname:
+                affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": LABEL_HOSTNAME, "operator": "In", "values": [hostname]}]}]}}
+        else:
+            affinity = _allowed_topologies_affinity(sc)
+        if pvc.annotations.get(ANN_STORAGE_PROVISIONER) != sc.provisioner:
+            raw = copy.deepcopy(pvc.raw)
+            md = raw.setdefault("metadata", {})
+            md["annotations"] = {**(md.get("annotations") or {}), ANN_STORAGE_PROVISIONER: sc.provisioner,
+                                 ANN_BETA_STORAGE_PROVISIONER: sc.provisioner}
+            pvc = self._write(raw)  # type: ignore[assignment]
+        request = (((pvc.raw.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage", "0")
+        spec: dict[str, Any] = {
+            "capacity": {"storage": request},
+            "accessModes": list(pvc.access_modes),
+            "persistentVolumeReclaimPolicy": sc.raw.get("reclaimPolicy") or "Delete",
+            "storageClassName": sc.name,
+            "volumeMode": pvc.volume_mode,
+            "claimRef": claim_ref_for(pvc),
+            "csi": {"driver": sc.provisioner, "volumeHandle": name},
+        }
+        if affinity is not None:
+            spec["nodeAffinity"] = affinity
+        if sc.raw.get("mountOptions"):
+            spec["mountOptions"] = list(sc.raw["mountOptions"])
+        vac = _vac(pvc)
+        if vac:
+            spec["volumeAttributesClassName"] = vac
+        self.store._create_unlocked({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "annotations": {ANN_PROVISIONED_BY: sc.provisioner}},
+            "spec": spec,
+        })
+
+    # ---- volumes --------------------------------------------------------------------------
+
+    def _sync_volume(self, name: str) -> None:
+        pv = self._volume(name)
+        if pv is None or pv.deletion_timestamp is not None:
+            return
+        cr = pv.claim_ref
+        if not cr:
+            self._set_status(pv, phase=PHASE_AVAILABLE)
+            # Upstream's periodic claim resync would find it for a pending claim: do that now.
+            cls_name = volume_class(pv)
+            for pvc in self._claims():
+                if not pvc.volume_name and claim_class(pvc) == cls_name:
+                    self._enqueue("claim", pvc.key)
+            return
+        claim_key = f"{cr.get('namespace', '')}/{cr.get('name', '')}"
+        if not cr.get("uid"):
+            # Reserved for a claim that is not bound yet: the claim's sync binds it.
+            self._set_status(pv, phase=PHASE_AVAILABLE)
+            self._enqueue("claim", claim_key)
+            return
+        pvc = self._claim(claim_key)
+        if pvc is None or pvc.uid != cr.get("uid"):
+            if pv.reclaim_policy == "Delete":
+                self.store._delete_unlocked(PersistentVolume, pv, None)
+                return
+            if pv.phase not in (PHASE_RELEASED, PHASE_FAILED):
+                self._set_status(pv, phase=PHASE_RELEASED)
+            return
+        if not pvc.volume_name:
+            self._enqueue("claim", claim_key)
+            return
+        if pvc.volume_name == pv.name:
+            self._set_status(pv, phase=PHASE_BOUND)
+            if not is_pvc_fully_bound(pvc):
+                self._enqueue("claim", claim_key)
+            return
+        # The claim is bound to another volume: undo this volume's half of the binding.
+        raw = copy.deepcopy(pv.raw)
+        if ANNOTATION_BOUND_BY_CONTROLLER in pv.annotations:
+            raw["spec"].pop("claimRef", None)
+        else:
+            raw["spec"]["claimRef"] = {k: v for k, v in cr.items() if k != "uid"}
+        pv = self._write(raw)  # type: ignore[assignment]
+        self._set_status(pv, phase=PHASE_AVAILABLE)
