@@ -1,0 +1,313 @@
+"""NodeVolumeLimits: no node may get more volumes of a CSI driver attached than its CSINode's
+``spec.drivers[].allocatable.count`` (upstream's ``plugins/nodevolumelimits``, the CSILimits
+plugin).
+
+A volume counts as ``<driver>/<volume handle>``, so a volume shared by pods on a node counts
+once. The driver and handle come from the claim's bound volume (``spec.csi``), or -- for a claim
+not bound yet, or bound to a volume that is not there -- from its StorageClass (the provisioner,
+with a handle unique to the claim). In-tree volumes of plugins migrated to CSI (AWS EBS, GCE PD,
+Azure Disk, Cinder, Portworx), as PersistentVolumes or inline in the pod, count under their CSI
+driver when the node's CSINode lists the plugin in ``storage.alpha.kubernetes.io/migrated-plugins``
+(the translation is reduced to the driver name and volume handle, which is all counting needs).
+
+A node without a CSINode, or whose drivers report no limit, accepts any number of volumes.
+Exceeding a limit is Unschedulable ``node(s) exceed max volume count``. VolumeAttachment objects
+are not counted (the embedded API has no such kind).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ksched.api.pod import Pod, Volume
+from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from ksched.apiserver.pvcontroller import claim_class
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from ksched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeList,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.types import NodeInfo
+
+__all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "MIGRATED_PLUGINS_ANNOTATION", "NodeVolumeLimits"]
+
+NAME = "NodeVolumeLimits"
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
+
+AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
+GCE_PD_PLUGIN = "kubernetes.io/gce-pd"
+AZURE_DISK_PLUGIN = "kubernetes.io/azure-disk"
+CINDER_PLUGIN = "kubernetes.io/cinder"
+PORTWORX_PLUGIN = "kubernetes.io/portworx-volume"
+_UNSPECIFIED = "UNSPECIFIED"
+
+
+def _ebs_handle(src: dict[str, Any], pv: PersistentVolume | None) -> str:
+    vid = src.get("volumeID") or ""
+    if vid.startswith("aws://"):
+        # aws://<zone>/<volume id>
+        vid = vid[len("aws://"):].partition("/")[2].strip("/")
+    return vid
+
+
+def _gce_handle(src: dict[str, Any], pv: PersistentVolume | None) -> str:
+    pd = src.get("pdName") or ""
+    zone = ""
+    if pv is not None:
+        zone = pv.labels.get("topology.kubernetes.io/zone") or pv.labels.get(
+            "failure-domain.beta.kubernetes.io/zone") or ""
+    if not zone:
+        return f"projects/{_UNSPECIFIED}/zones/{_UNSPECIFIED}/disks/{pd}"
+    zones = [z for z in zone.split("__") if z]
+    if len(zones) > 1:
+        region = zones[0].rpartition("-")[0]
+        return f"projects/{_UNSPECIFIED}/regions/{region}/disks/{pd}"
+    return f"projects/{_UNSPECIFIED}/zones/{zones[0]}/disks/{pd}"
+
+
+def _field(name: str) -> Any:
+    def get(src: dict[str, Any], pv: PersistentVolume | None) -> str:
+        return str(src.get(name) or "")
+    return get
+
+
+# In-tree plugin -> (CSI driver, volume source field, volume handle of a source).
+IN_TREE_PLUGINS: dict[str, tuple[str, str, Any]] = {
+    AWS_EBS_PLUGIN: ("ebs.csi.aws.com", "awsElasticBlockStore", _ebs_handle),
+    GCE_PD_PLUGIN: ("pd.csi.storage.gke.io", "gcePersistentDisk", _gce_handle),
+    AZURE_DISK_PLUGIN: ("disk.csi.azure.com", "azureDisk", _field("diskURI")),
+    CINDER_PLUGIN: ("cinder.csi.openstack.org", "cinder", _field("volumeID")),
+    PORTWORX_PLUGIN: ("pxd.portworx.com", "portworxVolume", _field("volumeID")),
+}
+
+
+def in_tree_plugin_of(spec: dict[str, Any]) -> str:
+    """The migratable in-tree plugin of a volume or PV spec ("" when none)."""
+    for plugin, (_, field, _) in IN_TREE_PLUGINS.items():
+        if spec.get(field) is not None:
+            return plugin
+    return ""
+
+
+def is_csi_migration_on(csi_node: CSINode | None, plugin: str) -> bool:
+    """The node's CSINode says the in-tree plugin has been migrated to its CSI driver."""
+    if csi_node is None or plugin not in IN_TREE_PLUGINS:
+        return False
+    mpa = csi_node.annotations.get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    return plugin in mpa.split(",")
+
+
+def translate(spec: dict[str, Any], plugin: str, pv: PersistentVolume | None) -> tuple[str, str]:
+    driver, field, handle = IN_TREE_PLUGINS[plugin]
+    return driver, handle(spec.get(field) or {}, pv)
+
+
+def _claim_of(pod: Pod, v: Volume) -> tuple[str, bool] | None:
+    """(claim name, ephemeral) of a volume that uses a claim, else None."""
+    src = v.raw.get("persistentVolumeClaim")
+    if src is not None:
+        return (src.get("claimName") or ""), False
+    if v.ephemeral:
+        return f"{pod.name}-{v.name}", True
+    return None
+
+
+class _LookupError(Exception):
+    def __init__(self, message: str, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.not_found = not_found
+
+
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+    name = NAME
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        informers = getattr(handle, "informers", None)
+        self._pvcs = informers.informer("PersistentVolumeClaim") if informers is not None else None
+        self._pvs = informers.informer("PersistentVolume") if informers is not None else None
+        self._classes = informers.informer("StorageClass") if informers is not None else None
+        self._csinodes = informers.informer("CSINode") if informers is not None else None
+        # Volumes of unbound claims get a handle no real volume has.
+        self.random_volume_id_prefix = uuid.uuid4().hex
+        self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+
+    # ---- PreFilter ------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod,
+                   nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
+        for v in pod.volumes:
+            if v.raw.get("persistentVolumeClaim") is not None or v.ephemeral or in_tree_plugin_of(v.raw):
+                return None, None
+        return None, Status.skip()
+
+    # ---- Filter ---------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not pod.volumes:
+            return None
+        node = node_info.node
+        if node is None:
+            return Status.as_error("node not found", NAME)
+        csi_node = self._csinodes.get(node.name) if self._csinodes is not None else None
+        if csi_node is not None and not isinstance(csi_node, CSINode):
+            csi_node = None
+        new_volumes: dict[str, str] = {}
+        try:
+            self._attachable_volumes(pod, csi_node, True, new_volumes)
+        except _LookupError as e:
+            if e.not_found:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(e), plugin=NAME)
+            return Status.as_error(str(e), NAME)
+        if not new_volumes:
+            return None
+        limits = {d: c for d, c in csi_node.drivers.items() if c is not None} if csi_node is not None else {}
+        if not limits:
+            return None
+        attached: dict[str, str] = {}
+        try:
+            for pi in node_info.pods:
+                self._attachable_volumes(pi.pod, csi_node, False, attached)
+        except _LookupError as e:
+            return Status.as_error(str(e), NAME)
+        attached_count: dict[str, int] = {}
+        for unique, driver in attached.items():
+            new_volumes.pop(unique, None)  # a volume shared with a pod on the node counts once
+            attached_count[driver] = attached_count.get(driver, 0) + 1
+        new_count: dict[str, int] = {}
+        for driver in new_volumes.values():
+            new_count[driver] = new_count.get(driver, 0) + 1
+        for driver, n in new_count.items():
+            limit = limits.get(driver)
+            if limit is not None and attached_count.get(driver, 0) + n > limit:
+                return self._exceeded
+        return None
+
+    def _attachable_volumes(self, pod: Pod, csi_node: CSINode | None, new_pod: bool,
+                            result: dict[str, str]) -> None:
+        """Add the pod's CSI volumes (``driver/handle`` -> driver) to ``result``."""
+        for v in pod.volumes:
+            claim = _claim_of(pod, v)
+            if claim is None:
+                plugin = in_tree_plugin_of(v.raw)
+                if plugin and is_csi_migration_on(csi_node, plugin):
+                    driver, handle = translate(v.raw, plugin, None)
+                    if handle:
+                        result[f"{driver}/{handle}"] = driver
+                continue
+            name, ephemeral = claim
+            if not name:
+                raise _LookupError("PersistentVolumeClaim had no name")
+            pvc = self._pvcs.get(f"{pod.namespace}/{name}") if self._pvcs is not None else None
+            if pvc is None:
+                if new_pod:
+                    raise _LookupError(f'looking up PVC {pod.namespace}/{name}: persistentvolumeclaim "{name}" '
+                                       "not found", not_found=True)
+                continue  # an existing pod's missing claim is not counted
+            assert isinstance(pvc, PersistentVolumeClaim)
+            if ephemeral:
+                ref = pvc.controller_ref()
+                if pvc.namespace != pod.namespace or ref is None or ref.uid != pod.uid:
+                    raise _LookupError(f"PVC {pvc.namespace}/{pvc.name} was not created for pod "
+                                       f"{pod.namespace}/{pod.name} (pod is not owner)")
+            driver, handle = self._csi_driver_info(csi_node, pvc)
+            if not driver or not handle:
+                continue
+            result[f"{driver}/{handle}"] = driver
+
+    def _csi_driver_info(self, csi_node: CSINode | None, pvc: PersistentVolumeClaim) -> tuple[str, str]:
+        if not pvc.volume_name:
+            return self._csi_driver_info_from_class(csi_node, pvc)
+        pv = self._pvs.get(pvc.volume_name) if self._pvs is not None else None
+        if not isinstance(pv, PersistentVolume):
+            # Deleted, or the claim was pre-bound to a volume not created yet.
+            return self._csi_driver_info_from_class(csi_node, pvc)
+        if pv.csi_driver:
+            return pv.csi_driver, pv.csi_volume_handle
+        spec = pv.raw.get("spec") or {}
+        plugin = in_tree_plugin_of(spec)
+        if not plugin or not is_csi_migration_on(csi_node, plugin):
+            return "", ""
+        return translate(spec, plugin, pv)
+
+    def _csi_driver_info_from_class(self, csi_node: CSINode | None, pvc: PersistentVolumeClaim) -> tuple[str, str]:
+        cls_name = claim_class(pvc)
+        if not cls_name:
+            return "", ""  # an Immediate claim: it is bound before the pod is scheduled
+        sc = self._classes.get(cls_name) if self._classes is not None else None
+        if not isinstance(sc, StorageClass):
+            return "", ""
+        handle = f"{self.random_volume_id_prefix}-{pvc.namespace}/{pvc.name}"
+        provisioner = sc.provisioner
+        if provisioner in IN_TREE_PLUGINS:
+            if not is_csi_migration_on(csi_node, provisioner):
+                return "", ""
+            return IN_TREE_PLUGINS[provisioner][0], handle
+        return provisioner, handle
+
+    # ---- EnqueueExtensions ----------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # Any new CSINode may bring room for volumes.
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD, "CSINodeAdd")),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE, "CSINodeUpdate"),
+                                 self.is_schedulable_after_csinode_updated),
+            ClusterEventWithHint(ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
+                                 self.is_schedulable_after_assigned_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD,
+                                              "PersistentVolumeClaimAdd"),
+                                 self.is_schedulable_after_pvc_added),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_assigned_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(old, Pod):
+            raise TypeError(f"unexpected objects in isSchedulableAfterAssignedPodDeleted: {old!r}")
+        deleted = old
+        if not deleted.volumes:
+            return QueueingHint.QUEUE_SKIP
+        if not deleted.node_name and not deleted.nominated_node_name:
+            return QueueingHint.QUEUE_SKIP
+        for v in deleted.volumes:
+            if v.raw.get("persistentVolumeClaim") is not None or v.ephemeral or in_tree_plugin_of(v.raw):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, PersistentVolumeClaim):
+            raise TypeError(f"unexpected objects in isSchedulableAfterPVCAdded: {new!r}")
+        if new.namespace != pod.namespace:
+            return QueueingHint.QUEUE_SKIP
+        for v in pod.volumes:
+            claim = _claim_of(pod, v)
+            if claim is not None and claim[0] == new.name:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_csinode_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when some driver's limit went up or went away."""
+        if not isinstance(old, CSINode) or not isinstance(new, CSINode):
+            raise TypeError(f"unexpected objects in isSchedulableAfterCSINodeUpdated: {old!r}, {new!r}")
+        for driver, old_limit in old.drivers.items():
+            if old_limit is None:
+                continue
+            new_limit = new.drivers.get(driver)
+            if new_limit is None or new_limit > old_limit:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
