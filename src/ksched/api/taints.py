@@ -83,14 +83,8 @@ class Toleration:
             return self.value == taint.value
         if op == "Exists":
             return True
-        if op in ("Gt", "Lt"):
-            # TaintTolerationComparisonOperators: integer comparison of taint value to toleration value.
-            try:
-                tv = int(taint.value)
-                v = int(self.value)
-            except ValueError:
-                return False
-            return tv > v if op == "Gt" else tv < v
+        # Gt/Lt come with the alpha TaintTolerationComparisonOperators gate (off by default in
+        # 1.36): without it they tolerate nothing, and validation refuses them.
         return False
 
     def key_tuple(self) -> tuple[str, str, str, str]:

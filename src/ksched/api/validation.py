@@ -24,7 +24,7 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _HUGEPAGE_SIZE = re.compile(r"^hugepages-[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_TOLERATION_OPS = ("", "Equal", "Exists", "Gt", "Lt")
+_TOLERATION_OPS = ("", "Equal", "Exists")
 _NODE_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _LABEL_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")

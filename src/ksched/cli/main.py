@@ -53,6 +53,46 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
 
 
+def _add_serve(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve", help="run an embedded Kubernetes-compatible API server (kubectl works against it)",
+        description="Serve the embedded store over the Kubernetes REST API, with the scheduler and simulated "
+                    "kubelets in the same process (by default), and write a kubeconfig for it.")
+    p.add_argument("--listen", default="127.0.0.1:6443", metavar="HOST:PORT",
+                   help="address to listen on (default 127.0.0.1:6443); off loopback TLS and a token are required")
+    p.add_argument("--data", metavar="DIR", help="persist the cluster in DIR (SQLite, WAL)")
+    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration for the scheduler")
+    p.add_argument("--load", nargs="+", metavar="PATH", default=[], help="manifests to create at start-up")
+    p.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler in this process")
+    p.add_argument("--no-kubelet", action="store_true", help="do not simulate kubelets (pods stay Pending)")
+    p.add_argument("--kubeconfig-out", metavar="FILE",
+                   help="where to write the kubeconfig (default: DIR/kubeconfig with --data, else ./ksched.kubeconfig)")
+    p.add_argument("--token", help="bearer token clients must send (generated off loopback when not given)")
+    p.add_argument("--tls-cert", metavar="FILE", help="serving certificate (generated off loopback when not given)")
+    p.add_argument("--tls-key", metavar="FILE", help="serving key")
+    p.add_argument("--fsync", action="store_true", help="fsync every write (survives power loss, slower)")
+    p.add_argument("--no-conflict-resolver", action="store_true",
+                   help="let bindings over-commit nodes (to compare with the resolver on)")
+    p.add_argument("--bookmark-interval", type=float, default=60.0, help=argparse.SUPPRESS)
+
+
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="run the scheduler against a Kubernetes API server (as a secondary scheduler)",
+        description="Schedule the pods of this scheduler's profiles (their schedulerNames) on any Kubernetes API "
+                    "server, binding through pods/binding and writing events and pod conditions as upstream "
+                    "does. Ctrl-C stops it cleanly.")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, or "
+                                                       "in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration (profiles, plugins, args)")
+    p.add_argument("--leader-elect", action="store_true", help="only schedule while holding a Lease")
+    p.add_argument("--lease-name", default="ksched", help="leader-election Lease name")
+    p.add_argument("--lease-namespace", default="kube-system", help="leader-election Lease namespace")
+    p.add_argument("--id", help="identity for leader election (default: hostname_pid)")
+    p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on 127.0.0.1:PORT")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ksched",
@@ -62,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_simulate(sub)
     _add_bench(sub)
+    _add_serve(sub)
+    _add_run(sub)
     return parser
 
 
@@ -172,6 +214,169 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wait_for_signal() -> None:
+    import signal
+    import threading
+
+    done = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        done.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    while not done.is_set():
+        done.wait(0.5)
+
+
+def _load_config(path: str | None) -> Any:
+    from ksched.scheduler.config import ConfigError, load_configuration
+
+    if not path:
+        return None
+    try:
+        return load_configuration(path)
+    except ConfigError as e:
+        for msg in e.errors:
+            print(f"error: {e.source}: {msg}", file=sys.stderr)
+        raise SystemExit(EXIT_INVALID_INPUT) from e
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import secrets
+    from pathlib import Path
+
+    from ksched.api.loader import load_manifests
+    from ksched.apiserver.errors import AlreadyExists, ApiError
+    from ksched.apiserver.http import ApiServer, is_loopback
+    from ksched.apiserver.kubeconfig import write_kubeconfig
+    from ksched.apiserver.store import Store
+    from ksched.client.inprocess import InProcessClient
+    from ksched.clock import RealClock
+
+    host, _, port_s = args.listen.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_s)
+    except ValueError:
+        print(f"error: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    config = _load_config(args.config)
+    clock = RealClock()
+    store = Store(clock, conflict_resolver=not args.no_conflict_resolver)
+    persistence = None
+    if args.data:
+        from ksched.apiserver.persistence import SqlitePersistence
+
+        persistence = SqlitePersistence(Path(args.data) / "ksched.db", fsync=args.fsync)
+        persistence.attach(store)
+    if args.load:
+        res = load_manifests(args.load)
+        errors = [str(e) for e in res.errors]
+        if not errors:
+            for m, o in zip(res.manifests, res.objects):
+                try:
+                    store.create(o)
+                except AlreadyExists:
+                    pass
+                except ApiError as e:
+                    errors.append(f"{m.where}: {m.ref}: {e.message}")
+        if errors:
+            for e in errors:
+                print(f"error: {e}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+    token = args.token
+    ssl_ctx = None
+    ca_file = None
+    if not is_loopback(host) or args.tls_cert:
+        from ksched.apiserver.tls import make_self_signed, server_ssl_context
+
+        token = token or secrets.token_urlsafe(32)
+        if args.tls_cert and args.tls_key:
+            cert, key = Path(args.tls_cert), Path(args.tls_key)
+        else:
+            cert, key = make_self_signed(Path(args.data or ".") / "pki", [host, "127.0.0.1", "localhost"])
+        ssl_ctx = server_ssl_context(cert, key)
+        ca_file = cert
+    server = ApiServer(store, host, port, token=token, ssl_context=ssl_ctx,
+                       bookmark_interval=args.bookmark_interval)
+    try:
+        server.start()
+    except OSError as e:
+        print(f"error: cannot listen on {args.listen}: {e}", file=sys.stderr)
+        return 1
+    kc_path = Path(args.kubeconfig_out) if args.kubeconfig_out else (
+        Path(args.data) / "kubeconfig" if args.data else Path("ksched.kubeconfig"))
+    client_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    scheme = "https" if ssl_ctx is not None else "http"
+    write_kubeconfig(kc_path, f"{scheme}://{client_host}:{server.port}", token=token, ca_file=ca_file)
+    print(f"ksched API server listening on {server.url}; kubeconfig: {kc_path}", flush=True)
+    runner = None
+    agent = None
+    if not args.no_scheduler:
+        from ksched.scheduler.runner import SchedulerRunner
+        from ksched.scheduler.scheduler import Scheduler
+
+        client = InProcessClient(store)
+        runner = SchedulerRunner(lambda: Scheduler(client, config, clock=clock, threaded=True))
+        runner.start()
+    if not args.no_kubelet:
+        from ksched.kubelet.agent import NodeAgent
+
+        agent = NodeAgent(InProcessClient(store), clock, store)
+        agent.start()
+    try:
+        _wait_for_signal()
+    finally:
+        if runner is not None:
+            runner.stop()
+        if agent is not None:
+            agent.stop()
+        server.stop()
+        if persistence is not None:
+            persistence.close()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+    import socket
+
+    from ksched.client.rest import RestClient
+    from ksched.scheduler.runner import SchedulerRunner
+    from ksched.scheduler.scheduler import Scheduler
+
+    config = _load_config(args.config)
+    try:
+        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
+    except Exception as e:  # kubeconfig missing or unusable
+        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+        return 1
+    metrics = None
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        from ksched.scheduler.metrics import SchedulerMetrics
+
+        metrics = SchedulerMetrics()
+        start_http_server(args.metrics_port, addr="127.0.0.1", registry=metrics.registry)
+    elector = None
+    if args.leader_elect:
+        from ksched.client.leaderelection import LeaderElector
+
+        elector = LeaderElector(client, args.lease_name, args.lease_namespace,
+                                args.id or f"{socket.gethostname()}_{os.getpid()}")
+    runner = SchedulerRunner(lambda: Scheduler(client, config, threaded=True, metrics=metrics), elector)
+    runner.start()
+    names = [p.scheduler_name for p in config.profiles] if config else ["default-scheduler"]
+    print(f"ksched scheduling pods of {', '.join(names)} on {client.host}", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        runner.stop()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -179,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    handlers = {"simulate": cmd_simulate, "bench": cmd_bench}
+    handlers = {"simulate": cmd_simulate, "bench": cmd_bench, "serve": cmd_serve, "run": cmd_run}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -343,9 +343,13 @@ class Reflector:
                     self._handle(ev)
                     if self.notify is not None:
                         self.notify()
+                    backoff = 0.2
                 elif w.closed:
+                    # The stream ended (server timeout, restart, network): watch again from the
+                    # last version seen, backing off while it keeps failing.
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 5.0)
                     self._resume()
-                backoff = 0.2
             except Gone:
                 try:
                     self.list_and_watch()
@@ -356,11 +360,7 @@ class Reflector:
                 log.warning("watch of %s failed: %s; retrying", self.kind, e)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
-                try:
-                    self._resume()
-                except Exception as e2:
-                    log.debug("resume failed: %s", e2)
-                    self.listed = False
+                self.listed = False
 
     def stop(self) -> None:
         self._stop.set()

@@ -529,7 +529,10 @@ class Framework:
             if st is not None and st.code != Code.SUCCESS:
                 if st.is_rejected():
                     return st.with_plugin(p.name)
-                return Status.as_error(f"running Bind plugin {p.name!r}: {st.message()}", p.name)
+                err = Status.as_error(f"running Bind plugin {p.name!r}: {st.message()}", p.name)
+                if st.error is not None:
+                    err.error = st.error  # keep the API error (a 409 from the conflict resolver is retried)
+                return err
             return None
         return Status.as_error("all bind plugins skipped")
 
