@@ -345,14 +345,25 @@ class Executor:
 
     # ---- one victim
 
-    def _preempt_pod(self, c: Candidate, preemptor: Pod, victim: Pod, plugin_name: str) -> None:
-        """Reject the victim if it waits at Permit; otherwise add a DisruptionTarget condition and
-        delete it. A victim already gone is not an error. Records a Preempted event."""
+    def _preempt_waiting_pod(self, victim: Pod, plugin_name: str) -> bool:
+        """Reject the victim in memory if it is still waiting at Permit (upstream's
+        WaitingPod.Preempt): True if it was, False if it is not waiting (any more)."""
         h = self.handle
-        waiting = h.get_waiting_pod(self._uid(victim)) if hasattr(h, "get_waiting_pod") else None
-        if waiting is not None:
-            h.reject_waiting_pod(self._uid(victim), plugin_name, "preempted")
-            log.debug("preemptor %s rejected waiting pod %s on node %s", preemptor.key, victim.key, c.name)
+        get = getattr(h, "get_waiting_pod", None)
+        wp = get(self._uid(victim)) if get is not None else None
+        if wp is None or getattr(wp, "resolved", False):
+            return False
+        h.reject_waiting_pod(self._uid(victim), plugin_name, "preempted")
+        return True
+
+    def _preempt_pod(self, c: Candidate, preemptor: Pod, victim: Pod, plugin_name: str) -> None:
+        """Preempt a victim waiting at Permit in memory; otherwise add a DisruptionTarget condition
+        and delete it. A victim already gone is not an error. Records a Preempted event."""
+        h = self.handle
+        message = f"Preempted by pod {preemptor.uid} on node {c.name}"
+        if self._preempt_waiting_pod(victim, plugin_name):
+            log.debug("preemptor %s preempted waiting pod %s on node %s", preemptor.key, victim.key, c.name)
+            message += " (in kube-scheduler memory)."
         else:
             client = h.client
             cond = self._disruption_condition(preemptor, victim)
@@ -371,8 +382,7 @@ class Executor:
             log.debug("preemptor %s preempted victim %s on node %s", preemptor.key, victim.key, c.name)
         rec = getattr(h, "event_recorder", None)
         if rec is not None:
-            rec.event(victim, "Normal", "Preempted", "Preempting",
-                      f"Preempted by pod {preemptor.uid} on node {c.name}")
+            rec.event(victim, "Normal", "Preempted", "Preempting", message)
 
     def _disruption_condition(self, preemptor: Pod, victim: Pod) -> dict[str, Any] | None:
         """The DisruptionTarget condition to patch in, or None if the victim already has it."""

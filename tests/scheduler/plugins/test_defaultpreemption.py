@@ -851,6 +851,24 @@ def test_preempt_rejects_victims_waiting_on_permit() -> None:
     assert wp.resolved and wp.status is not None
     assert wp.status.code == U and wp.status.message() == "preempted" and wp.status.plugin == "DefaultPreemption"
     assert env.recorder.events == [("default/waiting", "Normal", "Preempted", "Preempting",
+                                    "Preempted by pod p on node node1 (in kube-scheduler memory).")]
+
+
+def test_preempt_victim_no_longer_waiting_is_deleted() -> None:
+    """A victim whose Permit wait is already over is preempted through the API instead."""
+    from ksched.scheduler.framework.runtime import WaitingPod
+
+    p = pod("p", priority=HIGH, req=VERY_LARGE)
+    allowed = pod("allowed", node_name="node1", priority=LOW, req=LARGE)
+    env = build(["FakeFit"], [node("node1", VERY_LARGE)], [allowed], preemptor=p)
+    wp = WaitingPod(allowed, {"SomePermit": 100.0})
+    wp.allow("SomePermit")
+    env.fw.waiting_pods[allowed.uid] = wp
+    res, status = env.post_filter(p, {"node1": st(U)})
+    assert status.code == Code.SUCCESS and res.nominated_node_name == "node1"
+    assert wp.status is None  # still allowed
+    assert env.client.deleted_names == ["allowed"]
+    assert env.recorder.events == [("default/allowed", "Normal", "Preempted", "Preempting",
                                     "Preempted by pod p on node node1")]
 
 

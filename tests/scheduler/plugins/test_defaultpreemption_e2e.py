@@ -231,3 +231,37 @@ def test_deterministic(fit: str) -> None:
     placed = [p for p in pods if p[0].startswith("hp") and p[1]]
     assert len(placed) == 6
     assert len(preempted) == 12  # each high pod needed a whole node: two background pods each
+
+
+@pytest.mark.parametrize("fit", FIT_PLUGINS)
+def test_extended_resources_and_hugepages_are_freed(fit: str) -> None:
+    """GPU and hugepages held by lower-priority pods are freed by preemption; the preemptor binds
+    once they are gone (the store's conflict resolver checks the binding)."""
+    c = Cluster(fit)
+    c.add(make_node("node1", cpu="8", memory="8Gi",
+                    allocatable={"nvidia.com/gpu": "1", "hugepages-2Mi": "256Mi"}))
+    gpu = running("gpu-low", "node1", 0, "1")
+    gpu["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+                                                 "limits": {"nvidia.com/gpu": "1"}}
+    huge = running("huge-low", "node1", 0, "1")
+    huge["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "memory": "128Mi", "hugepages-2Mi": "256Mi"},
+        "limits": {"memory": "128Mi", "hugepages-2Mi": "256Mi"}}
+    c.add(gpu)
+    c.add(huge)
+    c.add(running("cpu-low", "node1", 0, "1"))
+    c.run()
+    want = make_pod("want", priority=100, containers=[{
+        "name": "c", "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "1", "memory": "128Mi", "nvidia.com/gpu": "1", "hugepages-2Mi": "128Mi"},
+                      "limits": {"memory": "128Mi", "nvidia.com/gpu": "1", "hugepages-2Mi": "128Mi"}}}])
+    c.add(want)
+    c.run()
+    assert c.pod("want").nominated_node_name == "node1"
+    terminating = sorted(n for n in ("gpu-low", "huge-low", "cpu-low") if c.pod(n).deletion_timestamp is not None)
+    assert terminating == ["gpu-low", "huge-low"]
+    reasons = c.pod("want").condition("PodScheduled")["message"]
+    assert reasons == "0/1 nodes are available: 1 Insufficient hugepages-2Mi, 1 Insufficient nvidia.com/gpu."
+    c.run(31)
+    assert c.pod("want").node_name == "node1"
+    assert c.pod("cpu-low").deletion_timestamp is None
