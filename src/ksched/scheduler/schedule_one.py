@@ -292,25 +292,26 @@ class Algorithm:
         n = len(rows)
         if n == 0:
             return rows, diagnosis
-        if not fw.filter_plugins:
-            num = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
-            start = self.next_start_node_index % n
-            sel = np.roll(rows, -start)[:num]
-            self.next_start_node_index = (start + len(sel)) % n
-            self._evaluated = len(sel)
-            return sel, diagnosis
+        # As upstream: the nodes are visited from nodes[next % n] (n: the PreFilter subset, if
+        # any), and the index then moves on by the nodes processed, modulo all nodes.
+        num_all = len(all_nodes)
         num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
         if not fw.has_score_plugins():
             num_to_find = 1
         start = self.next_start_node_index % n
+        if not fw.filter_plugins:
+            sel = np.roll(rows, -start)[:num_to_find]
+            self.next_start_node_index = (self.next_start_node_index + len(sel)) % num_all
+            self._evaluated = len(sel)
+            return sel, diagnosis
         ordered = np.concatenate((rows[start:], rows[:start])) if start else rows
         finder = FeasibleNodeFinder(fw, snapshot)
         try:
             feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain)
         except _FilterError as e:
-            self.next_start_node_index = (start + n) % n
+            self.next_start_node_index %= num_all
             raise SchedulingError(e.status) from e
-        self.next_start_node_index = (start + processed) % n
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         self._evaluated = processed
         return feasible, diagnosis
 
