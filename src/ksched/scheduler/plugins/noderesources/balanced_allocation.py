@@ -124,7 +124,27 @@ def _balance_vector(values: list[np.ndarray | None], allocs: list[np.ndarray | N
     return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
+def _balance_two(x1: np.ndarray, x2: np.ndarray, a1: np.ndarray, a2: np.ndarray) -> np.ndarray:
+    """``balanced_resource_score`` for two resources with allocatable > 0 on every row."""
+    f1 = np.minimum(x1 / a1, 1.0)
+    f2 = np.minimum(x2 / a2, 1.0)
+    return np.trunc((1 - np.abs((f1 - f2) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def _go_half_vec(d: np.ndarray) -> np.ndarray:
+    return np.where(d >= 0, d // 2, -((-d) // 2))
+
+
 def balanced_resource_vector_scorer(cols: list[Column], n: int) -> np.ndarray:
+    present = [c for c in cols if c is not None]
+    if len(present) == 2:
+        (r1, w1, a1), (r2, w2, a2) = present  # type: ignore[misc]
+        if a1.all() and a2.all():
+            # The usual case (cpu and memory on every node): two fractions, no left-out rows.
+            fa1 = a1.astype(np.float64)
+            fa2 = a2.astype(np.float64)
+            d = _HALF + _balance_two(r1, r2, fa1, fa2) - _balance_two(w1, w2, fa1, fa2)
+            return _HALF + _go_half_vec(d)
     with_vals: list[np.ndarray | None] = []
     without_vals: list[np.ndarray | None] = []
     allocs: list[np.ndarray | None] = []
@@ -139,7 +159,7 @@ def balanced_resource_vector_scorer(cols: list[Column], n: int) -> np.ndarray:
             without_vals.append(w)
             allocs.append(a)
     d = _HALF + _balance_vector(with_vals, allocs, n) - _balance_vector(without_vals, allocs, n)
-    return _HALF + np.where(d >= 0, d // 2, -((-d) // 2))
+    return _HALF + _go_half_vec(d)
 
 
 class BalancedAllocation(PreScorePlugin, ScorePlugin):

@@ -55,10 +55,15 @@ def least_resource_vector_scorer(weights: Sequence[int]) -> VectorScorer:
                 continue
             r, _, a = col
             valid, den = safe_den(a)
-            s = np.where(r > a, 0, scaled(np.maximum(a - r, 0), den))
+            # Requests above allocatable score 0: max(a - r, 0) is 0 there.
+            s = scaled(np.maximum(a - r, 0), den)
             w = weights[i]
-            node_score += np.where(valid, s * w, 0)
-            weight_sum += valid * w
-        return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0)
+            if valid is None:
+                node_score += s * w
+                weight_sum += w
+            else:
+                node_score += np.where(valid, s * w, 0)
+                weight_sum += valid * w
+        return node_score // np.maximum(weight_sum, 1)  # no resource: 0 // 1
 
     return score

@@ -150,11 +150,11 @@ def requested_to_capacity_ratio_vector_scorer(weights: Sequence[int], shape: Sha
             util = np.where(r >= a, MAX_UTILIZATION,
                             np.where(r <= 0, 0, scaled(np.clip(r, 0, np.maximum(a, 0)), den)))
             s = table[util]
-            inc = valid & (s > 0)
+            inc = s > 0 if valid is None else valid & (s > 0)
             w = weights[i]
             node_score += np.where(inc, s * w, 0)
             weight_sum += inc * w
         den_sum = np.maximum(weight_sum, 1)
-        return np.where(weight_sum > 0, (2 * node_score + den_sum) // (2 * den_sum), 0)
+        return (2 * node_score + den_sum) // (2 * den_sum)  # no resource: 1 // 2 == 0
 
     return score

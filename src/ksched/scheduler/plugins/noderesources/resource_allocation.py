@@ -262,7 +262,10 @@ def scaled(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def safe_den(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mask of rows where ``a`` is non-zero, ``a`` with zeros replaced by 1)."""
+def safe_den(a: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(mask of rows where ``a`` is non-zero, or None if it is non-zero everywhere; ``a`` with
+    zeros replaced by 1)."""
     valid = a != 0
+    if valid.all():
+        return None, a
     return valid, np.where(valid, a, 1)
