@@ -1,0 +1,396 @@
+"""Informers over the in-process client: delivery, broken watches, expired history and relists,
+indexers, filters, and a randomized check that the cache always converges to the store."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ksched.api.labels import parse_field_selector, parse_label_selector
+from ksched.api.meta import KubeObject
+from ksched.apiserver.errors import ApiError
+from ksched.apiserver.store import Store
+from ksched.client.informer import (
+    DeletedFinalStateUnknown,
+    DeltaFIFO,
+    EventHandler,
+    Indexer,
+    InformerFactory,
+    SharedInformer,
+)
+from ksched.client.inprocess import InProcessClient
+from ksched.client.interface import ClusterClient
+from ksched.clock import VirtualClock
+
+
+def mkpod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
+    s.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": s}
+
+
+def mknode(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "1000"}}}
+
+
+class Recorder:
+    """Handler callbacks recorded, plus a mirror of what the handlers say exists."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.mirror: dict[str, KubeObject] = {}
+        self.tombstones: list[DeletedFinalStateUnknown] = []
+
+    def handler(self, flt: Any = None) -> EventHandler:
+        return EventHandler(on_add=self.add, on_update=self.update, on_delete=self.delete, filter=flt)
+
+    def add(self, o: KubeObject) -> None:
+        assert o.key not in self.mirror, f"add of known {o.key}"
+        self.events.append(("add", o.key))
+        self.mirror[o.key] = o
+
+    def update(self, old: KubeObject, new: KubeObject) -> None:
+        assert old.key == new.key
+        self.events.append(("update", new.key))
+        self.mirror[new.key] = new
+
+    def delete(self, o: Any) -> None:
+        if isinstance(o, DeletedFinalStateUnknown):
+            self.tombstones.append(o)
+            key = o.key
+        else:
+            key = o.key
+        self.events.append(("delete", key))
+        self.mirror.pop(key, None)
+
+
+def state(objs: Any) -> dict[str, str]:
+    return {o.key: o.resource_version for o in objs}
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store(VirtualClock())
+    s.create(mknode("n1"))
+    s.create(mknode("n2"))
+    return s
+
+
+def make(store: Store, **kw: Any) -> tuple[SharedInformer, Recorder]:
+    inf = SharedInformer(InProcessClient(store), "Pod", **kw)
+    rec = Recorder()
+    inf.add_handler(rec.handler())
+    return inf, rec
+
+
+def test_in_process_client_satisfies_the_interface(store: Store) -> None:
+    assert isinstance(InProcessClient(store), ClusterClient)
+
+
+def test_informer_delivers_add_update_delete(store: Store) -> None:
+    store.create(mkpod("pre"))
+    inf, rec = make(store)
+    assert not inf.has_synced()
+    inf.poll()
+    assert inf.has_synced()
+    assert rec.events == [("add", "default/pre")]
+    store.create(mkpod("a"))
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+    store.delete("Pod", "default", "pre")
+    inf.poll()
+    assert rec.events[1:] == [("add", "default/a"), ("update", "default/a"), ("delete", "default/pre")]
+    assert state(inf.list()) == state(store.items("Pod")) == state(rec.mirror.values())
+    assert inf.get("default/a").labels == {"x": "1"}  # type: ignore[union-attr]
+    assert inf.poll() == 0  # nothing new
+
+
+def test_handler_added_late_sees_existing_objects(store: Store) -> None:
+    store.create(mkpod("a"))
+    inf, _ = make(store)
+    inf.poll()
+    late = Recorder()
+    inf.add_handler(late.handler())
+    assert late.events == [("add", "default/a")]
+
+
+@pytest.mark.parametrize("how", ["stop", "close_watches"])
+def test_broken_watch_resumes_without_missing_anything(store: Store, how: str) -> None:
+    inf, rec = make(store)
+    store.create(mkpod("a"))
+    store.create(mkpod("b"))
+    inf.poll()
+    if how == "stop":
+        inf.reflector.watch.stop()  # type: ignore[union-attr]
+    else:
+        store.close_watches()
+    # Changes while nobody watches.
+    store.create(mkpod("c"))
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"v": "2"}}})
+    store.delete("Pod", "default", "b")
+    inf.poll()
+    assert inf.reflector.rewatches == 1 and inf.reflector.relists == 0  # resumed from the last version
+    assert rec.events[2:] == [("add", "default/c"), ("update", "default/a"), ("delete", "default/b")]
+    assert state(inf.list()) == state(store.items("Pod")) == state(rec.mirror.values())
+    # And the new watch is live.
+    store.create(mkpod("d"))
+    inf.poll()
+    assert "default/d" in state(inf.list())
+
+
+@pytest.mark.parametrize("expire", ["compact", "small_history"])
+def test_expired_history_relists_and_reports_missed_deletions(expire: str) -> None:
+    st_ = Store(VirtualClock(), history=3 if expire == "small_history" else 100_000)
+    inf, rec = make(st_)
+    for n in "abcd":
+        st_.create(mkpod(n))
+    inf.poll()
+    inf.reflector.watch.stop()  # type: ignore[union-attr]
+    st_.delete("Pod", "default", "a")
+    st_.delete("Pod", "default", "b")
+    st_.patch("Pod", "default", "c", {"metadata": {"labels": {"v": "2"}}})
+    st_.create(mkpod("e"))
+    if expire == "compact":
+        st_.compact()
+    else:
+        for i in range(5):  # push the pods' history past its bound
+            st_.create(mkpod(f"f{i}"))
+    inf.poll()
+    assert inf.reflector.relists == 1
+    assert state(inf.list()) == state(st_.items("Pod")) == state(rec.mirror.values())
+    assert sorted(t.key for t in rec.tombstones) == ["default/a", "default/b"]
+    assert all(t.obj.name in ("a", "b") for t in rec.tombstones)
+    assert ("update", "default/c") in rec.events and ("add", "default/e") in rec.events
+
+
+def test_objects_queued_but_not_processed_when_the_relist_happens(store: Store) -> None:
+    """An ADDED taken from the watch but not yet processed, then deleted while the watch is down
+    and the history expired: the relist must queue its deletion (client-go's DeltaFIFO.Replace)."""
+    inf, rec = make(store)
+    inf.poll()
+    store.create(mkpod("x"))
+    store.create(mkpod("y"))
+    inf.reflector.poll()  # ADDED x, y are in the FIFO, not in the indexer
+    inf.reflector.watch.stop()  # type: ignore[union-attr]
+    store.delete("Pod", "default", "x")
+    store.compact()
+    inf.poll()
+    assert state(inf.list()) == state(store.items("Pod")) == {"default/y": store.get("Pod", "default", "y")
+                                                              .resource_version}
+    assert "default/x" not in rec.mirror
+
+
+def test_filtered_informer_sees_pods_leave_its_selection(store: Store) -> None:
+    inf, rec = make(store, field_selector=parse_field_selector("spec.nodeName="))
+    store.create(mkpod("a"))
+    store.create(mkpod("b"))
+    inf.poll()
+    store.bind("default", "a", "n1")
+    inf.poll()
+    assert list(rec.mirror) == ["default/b"] and rec.events[-1] == ("delete", "default/a")
+    # The same across a broken watch resumed from history.
+    inf.reflector.watch.stop()  # type: ignore[union-attr]
+    store.bind("default", "b", "n2")
+    store.create(mkpod("c"))
+    inf.poll()
+    assert inf.reflector.relists == 0
+    assert list(rec.mirror) == ["default/c"] == [o.key for o in inf.list()]
+
+
+def test_label_filtered_informer(store: Store) -> None:
+    inf, rec = make(store, label_selector=parse_label_selector("app=web"))
+    store.create(mkpod("a", labels={"app": "web"}))
+    store.create(mkpod("b", labels={"app": "db"}))
+    inf.poll()
+    assert list(rec.mirror) == ["default/a"]
+    store.patch("Pod", "default", "b", {"metadata": {"labels": {"app": "web"}}})
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"app": "db"}}})
+    inf.poll()
+    assert list(rec.mirror) == ["default/b"]
+
+
+def test_event_handler_filter_turns_moves_into_add_and_delete(store: Store) -> None:
+    inf = SharedInformer(InProcessClient(store), "Pod")
+    rec = Recorder()
+    inf.add_handler(rec.handler(flt=lambda p: not p.node_name))
+    store.create(mkpod("a"))
+    inf.poll()
+    store.bind("default", "a", "n1")
+    inf.poll()
+    assert rec.events == [("add", "default/a"), ("delete", "default/a")]
+    assert inf.get("default/a") is not None  # the informer itself still has it
+
+
+def test_indexers(store: Store) -> None:
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    inf = SharedInformer(InProcessClient(store), "Pod",
+                         indexers={"node": lambda o: [o.node_name] if o.node_name else []})  # type: ignore[attr-defined]
+    store.create(mkpod("a"))
+    store.create(mkpod("b", ns="team-a"))
+    store.create(mkpod("c", ns="team-a"))
+    inf.poll()
+    idx = inf.indexer
+    assert sorted(o.name for o in idx.by_index("namespace", "team-a")) == ["b", "c"]
+    assert [o.name for o in idx.by_index("namespace", "default")] == ["a"]
+    assert idx.by_index("node", "n1") == []
+    store.bind("team-a", "b", "n1")
+    store.bind("default", "a", "n1")
+    store.bind("team-a", "c", "n2")
+    inf.poll()
+    assert sorted(o.name for o in idx.by_index("node", "n1")) == ["a", "b"]
+    assert [o.name for o in idx.by_index("node", "n2")] == ["c"]
+    store.delete("Pod", "team-a", "b", grace_period_seconds=0)
+    inf.poll()
+    assert [o.name for o in idx.by_index("node", "n1")] == ["a"]
+    assert [o.name for o in idx.by_index("namespace", "team-a")] == ["c"]
+    # An index added later covers what is already there.
+    idx.add_indexer("phase", lambda o: [o.phase])  # type: ignore[attr-defined]
+    assert sorted(o.name for o in idx.by_index("phase", "Pending")) == ["a", "c"]
+
+
+def test_indexer_unit() -> None:
+    from ksched.api.pod import Pod
+    ix = Indexer({"label": lambda o: list(o.labels.values())})
+    p1 = Pod(mkpod("a", labels={"k": "x"}))
+    p2 = Pod(mkpod("a", labels={"k": "y"}))
+    assert ix.upsert(p1) is None
+    assert ix.upsert(p2) is p1
+    assert ix.by_index("label", "x") == [] and ix.by_index("label", "y") == [p2]
+    assert ix.remove("default/a") is p2 and ix.remove("default/a") is None
+    assert len(ix) == 0 and ix.by_index("label", "y") == []
+
+
+def test_delta_fifo_deduplicates_deletions() -> None:
+    from ksched.api.pod import Pod
+    known: dict[str, KubeObject] = {}
+    fifo = DeltaFIFO(lambda: list(known), known.get)
+    p = Pod(mkpod("a"))
+    fifo.add(p)
+    fifo.delete(p)
+    fifo.delete(p)
+    (key, deltas), = fifo.pop_all()
+    assert key == "default/a" and [d for d, _ in deltas] == ["Added", "Deleted"]
+    assert len(fifo) == 0
+
+
+def test_informer_factory_shares_informers(store: Store) -> None:
+    f = InformerFactory(InProcessClient(store))
+    pods = f.informer("Pod")
+    assert f.informer("Pod") is pods
+    nodes = f.informer("Node")
+    assert f.pending()  # nothing listed yet
+    store.create(mkpod("a"))
+    f.poll()
+    assert not f.pending()
+    assert len(pods.list()) == 1 and len(nodes.list()) == 2
+    store.create(mkpod("b"))
+    assert f.pending()
+    assert f.poll() >= 1 and len(pods.list()) == 2
+
+
+def test_background_reflector(store: Store) -> None:
+    f = InformerFactory(InProcessClient(store))
+    inf = f.informer("Pod")
+    f.start()
+    try:
+        store.create(mkpod("a"))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and inf.get("default/a") is None:
+            f.process()
+            time.sleep(0.01)
+        assert inf.get("default/a") is not None
+        store.close_watches()
+        store.create(mkpod("b"))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and inf.get("default/b") is None:
+            f.process()
+            time.sleep(0.01)
+        assert inf.get("default/b") is not None
+    finally:
+        f.stop()
+
+
+# ---------------------------------------------------------------- randomized convergence
+
+OPS = ["create", "create", "update", "label", "bind", "delete", "delete_now", "status", "break", "compact",
+       "poll", "reflector_poll", "bookmark"]
+
+
+def run_sequence(seed: int, steps: int, history: int, selector: str | None) -> None:
+    rnd = random.Random(seed)
+    st_ = Store(VirtualClock(), history=history)
+    for n in ("n1", "n2"):
+        st_.create(mknode(n))
+    fs = parse_field_selector(selector) if selector else None
+    inf = SharedInformer(InProcessClient(st_), "Pod", field_selector=fs,
+                         indexers={"node": lambda o: [o.node_name]})  # type: ignore[attr-defined]
+    rec = Recorder()
+    inf.add_handler(rec.handler())
+    counter = 0
+    for _ in range(steps):
+        op = rnd.choice(OPS)
+        pods = sorted(o.key for o in st_.items("Pod"))
+        victim = rnd.choice(pods).split("/")[1] if pods else None
+        try:
+            if op == "create" or victim is None:
+                counter += 1
+                st_.create(mkpod(f"p{counter}", labels={"g": str(counter % 3)}))
+            elif op == "update":
+                st_.patch("Pod", "default", victim, {"metadata": {"annotations": {"n": str(rnd.random())}}})
+            elif op == "label":
+                st_.patch("Pod", "default", victim, {"metadata": {"labels": {"g": str(rnd.randint(0, 2))}}})
+            elif op == "bind":
+                st_.bind("default", victim, rnd.choice(["n1", "n2"]))
+            elif op == "delete":
+                st_.delete("Pod", "default", victim)
+            elif op == "delete_now":
+                st_.delete("Pod", "default", victim, grace_period_seconds=0)
+            elif op == "status":
+                st_.patch("Pod", "default", victim, {"status": {"phase": rnd.choice(["Running", "Succeeded"])}},
+                          subresource="status")
+            elif op == "break":
+                if rnd.random() < 0.5:
+                    st_.close_watches()
+                elif inf.reflector.watch is not None:
+                    inf.reflector.watch.stop()
+            elif op == "compact":
+                st_.compact()
+            elif op == "poll":
+                inf.poll()
+            elif op == "reflector_poll":
+                inf.reflector.poll()  # into the FIFO only
+            elif op == "bookmark":
+                st_.send_bookmarks()
+        except ApiError:
+            pass
+    inf.poll()
+    expected = st_.items("Pod")
+    if fs is not None:
+        from ksched.apiserver.store import field_values
+        expected = [o for o in expected if fs.matches(field_values(o))]
+    assert state(inf.list()) == state(expected)
+    assert state(rec.mirror.values()) == state(expected)
+    by_node: dict[str, set[str]] = {}
+    for o in expected:
+        by_node.setdefault(o.node_name, set()).add(o.key)  # type: ignore[attr-defined]
+    for node, keys in by_node.items():
+        assert {o.key for o in inf.indexer.by_index("node", node)} == keys
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_sequences_converge(seed: int) -> None:
+    run_sequence(seed, steps=150, history=[5, 50, 100_000][seed % 3],
+                 selector=[None, "spec.nodeName=", "spec.nodeName=n1"][seed % 3 if seed < 6 else 0])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32), st.sampled_from([2, 7, 1000]), st.sampled_from([None, "spec.nodeName=",
+                                                                               "status.phase!=Succeeded"]))
+def test_random_sequences_converge_hypothesis(seed: int, history: int, selector: str | None) -> None:
+    run_sequence(seed, steps=60, history=history, selector=selector)
