@@ -17,8 +17,8 @@ import pytest
 
 from ksched.api.pod import Pod
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.client.informer import InformerFactory
+from ksched.client.inprocess import InProcessClient
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource
