@@ -203,7 +203,7 @@ def _strip_nulls(x: Any) -> Any:
     return x
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text("abcd", min_size=1, max_size=2), _json, max_size=4),
        st.dictionaries(st.text("abcd", min_size=1, max_size=2), _json, max_size=4))
 def test_merge_patch_properties(target: dict[str, Any], patch: dict[str, Any]) -> None:
