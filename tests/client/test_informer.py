@@ -394,3 +394,48 @@ def test_random_sequences_converge(seed: int) -> None:
                                                                                "status.phase!=Succeeded"]))
 def test_random_sequences_converge_hypothesis(seed: int, history: int, selector: str | None) -> None:
     run_sequence(seed, steps=60, history=history, selector=selector)
+
+
+def test_bookmarks_move_the_resume_point_and_avoid_a_relist(store: Store) -> None:
+    inf, _ = make(store)
+    store.create(mkpod("a"))
+    inf.poll()
+    for i in range(3):
+        store.create(mknode(f"other{i}"))  # other kinds move the global resourceVersion
+    store.send_bookmarks()
+    inf.poll()
+    assert inf.reflector.last_rv == str(store.resource_version)
+    inf.reflector.watch.stop()  # type: ignore[union-attr]
+    store.compact()  # history starts at the bookmarked version
+    inf.poll()
+    assert inf.reflector.relists == 0 and inf.reflector.rewatches == 1
+    # Without a bookmark the last version seen is older than the compaction: a relist.
+    store.create(mknode("other9"))
+    inf.reflector.watch.stop()  # type: ignore[union-attr]
+    store.compact()
+    inf.poll()
+    assert inf.reflector.relists == 1
+    assert state(inf.list()) == state(store.items("Pod"))
+
+
+def test_in_process_client_operations(store: Store) -> None:
+    c = InProcessClient(store)
+    p = c.create(mkpod("a", labels={"app": "web"}))
+    items, rv = c.list("Pod", label_selector=parse_label_selector("app=web"))
+    assert [o.key for o in items] == ["default/a"] and rv == str(store.resource_version)
+    assert c.get("Pod", "default", "a") is p
+    raw = p.deepcopy_raw()
+    raw["metadata"]["labels"]["v"] = "1"
+    p = c.update(raw)
+    raw = p.deepcopy_raw()
+    raw["status"]["phase"] = "Running"
+    assert c.update_status(raw).phase == "Running"  # type: ignore[attr-defined]
+    c.patch("Pod", "default", "a", {"metadata": {"labels": {"v": "2"}}})
+    c.bind(store.get("Pod", "default", "a"), "n1")  # type: ignore[arg-type]
+    assert store.get("Pod", "default", "a").node_name == "n1"  # type: ignore[attr-defined]
+    w = c.watch("Pod", resource_version=str(store.resource_version))
+    c.evict("default", "a", grace_period_seconds=0)
+    assert [e.type for e in w.drain()] == ["DELETED"]
+    c.create(mkpod("b"))
+    assert c.delete("Pod", "default", "b") is not None
+    assert store.count("Pod") == 0
