@@ -81,11 +81,9 @@ class Toleration:
         op = self.operator
         if op in ("", "Equal"):
             return self.value == taint.value
-        if op == "Exists":
-            return True
         # Gt/Lt come with the alpha TaintTolerationComparisonOperators gate (off by default in
         # 1.36): without it they tolerate nothing, and validation refuses them.
-        return False
+        return op == "Exists"
 
     def key_tuple(self) -> tuple[str, str, str, str]:
         return (self.key, self.operator, self.value, self.effect)
