@@ -1076,7 +1076,10 @@ def test_score_rounds_half_away_from_zero() -> None:
     from ksched.scheduler.plugins.podtopologyspread import _go_round, _round_half_away
 
     assert _go_round(2.5) == 3 and _go_round(0.5) == 1 and _go_round(1.4999999) == 1
-    assert _round_half_away(np.array([0.5, 1.5, 2.5, 2.4999, 0.0])).tolist() == [1, 2, 3, 2, 0]
+    small = np.array([0.5, 1.5, 2.5, 2.4999, 0.0, 0.49999999999999994])
+    assert _round_half_away(small).tolist() == [1, 2, 3, 2, 0, 0]
+    big = np.tile(small, 10)  # the vectorized path (more than 32 values)
+    assert _round_half_away(big).tolist() == [1, 2, 3, 2, 0, 0] * 10
 
 
 # ---------------------------------------------------------------- queueing hints
@@ -1187,3 +1190,63 @@ def test_normalize_score_directly() -> None:
     assert pl.normalize_score(state, p, nl, scores) is None
     assert scores.tolist() == [100, 100, 0]
     assert pl.normalize_score(CycleState(), p, nl, scores) is not None  # no PreScore state: an error
+
+
+def test_domain_sums_follow_node_label_changes() -> None:
+    p = incoming("foo", constraints=[spread(1, "zone", HARD, FOO)])
+    nodes = [A(), B(), Xn(), Y()]
+    r = runner(nodes, [pod("node-a", "foo"), pod("node-b", "foo"), pod("node-y", "foo")])
+    assert prefilter_counts(r, p)[0] == [{"zone1": 2, "zone2": 1}]
+    # node-b moves to zone2, then loses its zone label, then gets a new zone.
+    r.cache.update_node(nodes[1], node("node-b", "zone=zone2", "node=node-b"))
+    r.refresh()
+    assert prefilter_counts(r, p)[0] == [{"zone1": 1, "zone2": 2}]
+    assert _codes(r.filter(p)) == [OK, U, U, U]
+    r.cache.update_node(nodes[1], node("node-b", "node=node-b"))
+    r.refresh()
+    assert prefilter_counts(r, p)[0] == [{"zone1": 1, "zone2": 1}]
+    assert _codes(r.filter(p)) == [OK, X, OK, OK]
+    r.cache.update_node(nodes[1], node("node-b", "zone=zone9", "node=node-b"))
+    r.refresh()
+    assert prefilter_counts(r, p)[0] == [{"zone1": 1, "zone2": 1, "zone9": 1}]
+
+
+def test_pre_filter_counts_only_the_nodes_it_is_given() -> None:
+    # Upstream's PreFilter counts over the node list it receives (normally all nodes).
+    p = incoming("foo", constraints=[spread(1, "zone", HARD, FOO)])
+    r = runner(N4(), [pod("node-a", "foo"), pod("node-b", "foo"), pod("node-y", "foo")])
+    state = CycleState()
+    rows = np.asarray([r.snapshot.row_of[n] for n in ("node-a", "node-y")], dtype=np.int64)
+    _, st = plugin(r).pre_filter(state, p, r.snapshot.node_list(rows))
+    assert st is None
+    assert state.read(PRE_FILTER_STATE_KEY).domain_counts(0) == {"zone1": 1, "zone2": 1}
+    state = CycleState()
+    plugin(r).pre_filter(state, p, r.snapshot.all_nodes())
+    assert state.read(PRE_FILTER_STATE_KEY).domain_counts(0) == {"zone1": 2, "zone2": 1}
+
+
+def test_many_cycles_with_incremental_sums_match_a_fresh_plugin() -> None:
+    # Schedule pods one by one with one plugin instance (incremental sums); a new instance
+    # computing from scratch must agree on every cycle.
+    zones = [f"z{i % 3}" for i in range(30)]
+    nodes = [node(f"n{i}", f"zone={zones[i]}") for i in range(30)]
+    r = runner(nodes, [pod(f"n{i % 7}", "app=web") for i in range(20)])
+    p_hard = incoming("app=web", constraints=[spread(2, "zone", HARD, ml(app="web")),
+                                              spread(4, HOST, HARD, ml(app="web"))])
+    p_soft = incoming("app=web", constraints=[spread(1, "zone", SOFT, ml(app="web")),
+                                              spread(1, HOST, SOFT, ml(app="web"))])
+    rng = np.random.default_rng(3)
+    for step in range(40):
+        fresh = runner([], [])
+        fresh.cache, fresh.snapshot = r.cache, r.snapshot
+        fresh.fw.set_snapshot(r.snapshot)
+        assert r.filter(p_hard) == fresh.filter(p_hard)
+        assert r.score(p_soft) == fresh.score(p_soft)
+        target = f"n{int(rng.integers(30))}"
+        if step % 5 == 4:
+            victims = [pi.pod for pi in r.snapshot.get(target).pods]  # type: ignore[union-attr]
+            if victims:
+                r.cache.remove_pod(victims[0])
+        else:
+            r.cache.add_pod(pod(target, "app=web"))
+        r.refresh()

@@ -33,9 +33,12 @@ How it is made fast (columnar, as the rest of ksched):
 - A node's topology domain for a key is an integer id (``_DomainIndex``), kept per snapshot row
   by ``Snapshot.row_values`` and shared by every pod that spreads on that key; id 0 means the
   node lacks the label.
-- Matching-pod counts per node row are cached per (namespace, selector) and refreshed only for
-  rows whose node generation changed (``_CountCache``); a cycle then sums them per domain with
-  one ``np.bincount``. Filter and Score gather the per-domain counts by row.
+- Which domain a node's pods count toward for a constraint shape (keys required, inclusion
+  policies) is another per-row array kept by ``row_values`` (``_eligible_domains``).
+- Matching-pod counts per node row are cached per (namespace, selector), and their sums per
+  domain per (namespace, selector, constraint shape); both are updated only for rows whose node
+  generation changed since the previous cycle (``_RowCache``). Filter turns the per-domain counts
+  into a per-domain verdict and gathers it by row; Score gathers per-domain counts by row.
 
 Divergences from upstream, knowingly:
 
@@ -223,13 +226,14 @@ class _Selector:
     controller is a given ``(kind, name)`` (the default-constraints fallback, see the module
     docstring). ``empty`` mirrors ``labels.Selector.Empty()`` (upstream counts nothing then)."""
 
-    __slots__ = ("_match_labels", "empty", "key", "labels", "owner")
+    __slots__ = ("_hash", "_match_labels", "empty", "key", "labels", "owner")
 
     def __init__(self, labels: LabelSelector, owner: tuple[str, str] | None = None) -> None:
         self.labels = labels
         self.owner = owner
         self.empty = owner is None and labels.is_empty()
         self.key = (labels.key, owner)
+        self._hash = hash(self.key)
         self._match_labels = _compile_labels(labels)
 
     def matches(self, pod: Pod) -> bool:
@@ -240,10 +244,10 @@ class _Selector:
         return self._match_labels(pod.labels)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Selector) and self.key == other.key
+        return self is other or (isinstance(other, _Selector) and self._hash == other._hash and self.key == other.key)
 
     def __hash__(self) -> int:
-        return hash(self.key)
+        return self._hash
 
     def __repr__(self) -> str:
         own = f", owner={self.owner}" if self.owner else ""
@@ -396,59 +400,59 @@ def _inclusion_ok(c: _Constraint, pod: Pod, node: Node, affinity: _RequiredAffin
     return not (c.honor_taints and not _taints_tolerated(node, pod.tolerations))
 
 
-class _RowMasks:
-    """Per-row inclusion masks of one pod, from ``Snapshot.row_values`` (shared by pods with the
-    same node affinity or tolerations)."""
+def _eligible_domains(snapshot: Snapshot, pod: Pod, c: _Constraint, required: tuple[str, ...],
+                      missing_as_empty: bool) -> tuple[tuple[Any, ...], np.ndarray]:
+    """For every snapshot row, the domain id (of ``c.topology_key``) its matching pods count
+    toward for ``pod``, or 0 when they do not count: the node lacks one of ``required`` or fails
+    ``c``'s inclusion policies. With ``missing_as_empty`` a node without the key counts toward the
+    domain ``""`` (upstream's scoring under system defaulting). Kept by ``Snapshot.row_values``,
+    so it is shared by pods with the same constraint shape and refreshed when nodes change."""
+    key = c.topology_key
+    aff: _RequiredAffinity | None = _required_affinity(pod) if c.honor_affinity else None
+    if aff is not None and aff.is_empty():
+        aff = None
+    tols: Sequence[Toleration] | None = pod.tolerations if c.honor_taints else None
+    rkey = ("PodTopologySpread.eligible", key, required, missing_as_empty,
+            aff.key if aff is not None else None, _tolerations_key(tols) if tols is not None else None)
+    idx = _domain_index(key)
+    empty_id = idx.id_of("") if missing_as_empty else 0
 
-    __slots__ = ("_affinity", "_taints", "pod", "snapshot")
+    def fn(ni: NodeInfo) -> int:
+        node = ni.node
+        assert node is not None
+        labels = node.labels
+        for k in required:
+            if k not in labels:
+                return 0
+        if aff is not None and not aff.match(node):
+            return 0
+        if tols is not None and not _taints_tolerated(node, tols):
+            return 0
+        v = labels.get(key)
+        return empty_id if v is None else idx.id_of(v)
 
-    def __init__(self, snapshot: Snapshot, pod: Pod) -> None:
-        self.snapshot = snapshot
-        self.pod = pod
-        self._affinity: np.ndarray | None = None
-        self._taints: np.ndarray | None = None
+    return rkey, snapshot.row_values(rkey, fn, np.int64)
 
-    def affinity(self) -> np.ndarray | None:
-        """Rows matching the pod's required node affinity (None: every row does)."""
-        aff = _required_affinity(self.pod)
-        if aff.is_empty():
-            return None
-        if self._affinity is None:
-            self._affinity = self.snapshot.row_values(("PodTopologySpread.affinity", aff.key),
-                                                      lambda ni: aff.match(ni.node), bool)  # type: ignore[arg-type]
-        return self._affinity
 
-    def taints(self) -> np.ndarray:
-        """Rows whose NoSchedule/NoExecute taints the pod tolerates."""
-        if self._taints is None:
-            tols = self.pod.tolerations
-            self._taints = self.snapshot.row_values(
-                ("PodTopologySpread.taints", _tolerations_key(tols)),
-                lambda ni: _taints_tolerated(ni.node, tols), bool)  # type: ignore[arg-type]
-        return self._taints
-
-    def inclusion(self, c: _Constraint, rows: np.ndarray) -> np.ndarray | None:
-        """Rows (of ``rows``) passing ``c``'s inclusion policies; None: all pass."""
-        mask: np.ndarray | None = None
-        if c.honor_affinity:
-            aff = self.affinity()
-            if aff is not None:
-                mask = aff[rows]
-        if c.honor_taints:
-            t = self.taints()[rows]
-            mask = t if mask is None else mask & t
-        return mask
+def _fit(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` zero-padded to at least ``n`` entries."""
+    if len(a) >= n:
+        return a
+    return np.concatenate([a, np.zeros(n - len(a), dtype=a.dtype)])
 
 
 # ---------------------------------------------------------------- matching-pod counts per row
 
 
 class _RowCounts:
-    __slots__ = ("counts", "gens")
+    """Matching pods per row for one (namespace, selector), with the generation counted at."""
+
+    __slots__ = ("counts", "gens", "version")
 
     def __init__(self, n: int) -> None:
         self.gens = np.full(n, -1, dtype=np.int64)
         self.counts = np.zeros(n, dtype=np.int64)
+        self.version = -1
 
     def fit(self, n: int) -> None:
         if len(self.gens) < n:
@@ -457,9 +461,66 @@ class _RowCounts:
             self.counts = np.concatenate([self.counts, np.zeros(extra, dtype=np.int64)])
 
 
-class _CountCache:
-    """Matching pods per snapshot row for each (namespace, selector), recounted only on rows
-    whose node generation changed since they were last counted."""
+class _DomainSums:
+    """Matching pods and eligible nodes per domain id over all rows, for one (namespace,
+    selector, eligible-domain array); each row's contribution is replaced when its generation
+    changes. Index 0 collects the rows that do not count."""
+
+    __slots__ = ("gens", "nodes", "row_cnt", "row_dom", "sums", "version")
+
+    FULL_REBUILD = 256
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.gens = np.zeros(0, dtype=np.int64)
+        self.row_dom = np.zeros(0, dtype=np.int64)
+        self.row_cnt = np.zeros(0, dtype=np.int64)
+        self.sums = np.zeros(1, dtype=np.int64)
+        self.nodes = np.zeros(1, dtype=np.int64)
+
+    def refresh(self, gens: np.ndarray, row_dom: np.ndarray, counts: np.ndarray, size: int) -> None:
+        n = len(gens)
+        if len(self.gens) != n:
+            stale = None
+        else:
+            stale = np.flatnonzero(self.gens != gens)
+            if not stale.size:
+                self.grow(size)
+                return
+            if stale.size > self.FULL_REBUILD:
+                stale = None
+        if stale is None:
+            dom = row_dom[:n].copy()
+            cnt = counts[:n].copy()
+            size = max(size, int(dom.max()) + 1 if n else 1)
+            self.sums = np.bincount(dom, weights=cnt, minlength=size).astype(np.int64)
+            self.nodes = np.bincount(dom, minlength=size).astype(np.int64)
+            self.row_dom, self.row_cnt, self.gens = dom, cnt, gens.copy()
+            return
+        self.grow(max(size, int(row_dom[stale].max()) + 1))
+        sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
+        for r in stale.tolist():
+            od = rd[r]
+            sums[od] -= rc[r]
+            nodes[od] -= 1
+            nd = row_dom[r]
+            nc = counts[r]
+            sums[nd] += nc
+            nodes[nd] += 1
+            rd[r] = nd
+            rc[r] = nc
+        self.gens[stale] = gens[stale]
+
+    def grow(self, size: int) -> None:
+        if len(self.sums) < size:
+            self.sums = _fit(self.sums, size)
+            self.nodes = _fit(self.nodes, size)
+
+
+class _RowCache:
+    """Per snapshot: matching pods per row for each (namespace, selector), and per-domain sums
+    for each (namespace, selector, eligible-domain array), recounted only on rows whose node
+    generation changed since they were last counted."""
 
     MAX_ENTRIES = 128
 
@@ -468,36 +529,44 @@ class _CountCache:
         self._table: Any = None
         self._gens_at: tuple[int, int] = (-1, -1)
         self._gens = np.zeros(0, dtype=np.int64)
-        self._entries: OrderedDict[tuple[Any, ...], _RowCounts] = OrderedDict()
+        self._version = 0  # bumped whenever the row generations are re-read
+        self._counts: OrderedDict[tuple[Any, ...], _RowCounts] = OrderedDict()
+        self._sums: OrderedDict[tuple[Any, ...], _DomainSums] = OrderedDict()
 
-    def _row_generations(self, snapshot: Snapshot) -> np.ndarray:
+    def row_generations(self, snapshot: Snapshot) -> np.ndarray:
         snap = self._snap() if self._snap is not None else None
         if snap is not snapshot or self._table is not snapshot.table:
             self._snap = weakref.ref(snapshot)
             self._table = snapshot.table
-            self._entries.clear()
+            self._counts.clear()
+            self._sums.clear()
             self._gens_at = (-1, -1)
         stamp = (snapshot.generation, len(snapshot.generations))
         if stamp != self._gens_at:
+            # O(rows) per snapshot change: the snapshot keeps generations in a Python list.
             self._gens = np.fromiter(snapshot.generations, dtype=np.int64, count=len(snapshot.generations))
             self._gens_at = stamp
+            self._version += 1
         return self._gens
 
     def counts(self, snapshot: Snapshot, namespace: str, selector: _Selector) -> np.ndarray:
-        """Counts by row (length ``len(snapshot.infos)``); do not modify."""
-        gens = self._row_generations(snapshot)
+        """Matching pods by row (length ``len(snapshot.infos)``); do not modify."""
+        gens = self.row_generations(snapshot)
         n = len(gens)
         if selector.empty or selector.labels.is_nothing():
             return np.zeros(n, dtype=np.int64)
-        key = (namespace, selector.key)
-        e = self._entries.get(key)
+        key = (namespace, selector)
+        e = self._counts.get(key)
         if e is None:
-            e = self._entries[key] = _RowCounts(n)
-            if len(self._entries) > self.MAX_ENTRIES:
-                self._entries.popitem(last=False)
+            e = self._counts[key] = _RowCounts(n)
+            if len(self._counts) > self.MAX_ENTRIES:
+                self._counts.popitem(last=False)
         else:
-            self._entries.move_to_end(key)
+            self._counts.move_to_end(key)
+            if e.version == self._version:
+                return e.counts[:n]
             e.fit(n)
+        e.version = self._version
         stale = np.flatnonzero(e.gens[:n] != gens)
         if stale.size:
             infos = snapshot.infos
@@ -508,6 +577,25 @@ class _CountCache:
             e.gens[stale] = gens[stale]
         return e.counts[:n]
 
+    def domain_sums(self, snapshot: Snapshot, namespace: str, selector: _Selector, rkey: tuple[Any, ...],
+                    row_dom: np.ndarray, size: int) -> _DomainSums:
+        """Per-domain sums over all rows; ``row_dom`` from ``_eligible_domains`` (key ``rkey``)."""
+        counts = self.counts(snapshot, namespace, selector)
+        key = (namespace, selector, rkey)
+        e = self._sums.get(key)
+        if e is None:
+            e = self._sums[key] = _DomainSums()
+            if len(self._sums) > self.MAX_ENTRIES:
+                self._sums.popitem(last=False)
+        else:
+            self._sums.move_to_end(key)
+            if e.version == self._version:
+                e.grow(size)
+                return e
+        e.version = self._version
+        e.refresh(self._gens, row_dom, counts, size)
+        return e
+
 
 # ---------------------------------------------------------------- cycle state
 
@@ -516,7 +604,7 @@ class _PreFilterState(StateData):
     """Per hard constraint: matching pods per domain id and which domains are eligible.
     Arrays are shared between clones until one of them changes (copy on write)."""
 
-    __slots__ = ("_mins", "_shared", "constraints", "counts", "present", "self_match")
+    __slots__ = ("_fits", "_mins", "_shared", "constraints", "counts", "present", "self_match")
 
     def __init__(self, constraints: tuple[_Constraint, ...], counts: list[np.ndarray], present: list[np.ndarray],
                  self_match: list[int]) -> None:
@@ -525,11 +613,13 @@ class _PreFilterState(StateData):
         self.present = present
         self.self_match = self_match
         self._mins: list[int | None] = [None] * len(constraints)
+        self._fits: list[np.ndarray | None] = [None] * len(constraints)
         self._shared = False
 
     def clone(self) -> _PreFilterState:
         c = _PreFilterState(self.constraints, self.counts, self.present, self.self_match)
         c._mins = list(self._mins)
+        c._fits = list(self._fits)
         c._shared = True
         self._shared = True
         return c
@@ -552,6 +642,18 @@ class _PreFilterState(StateData):
             self._mins[i] = m
         return m
 
+    def fits(self, i: int, size: int) -> np.ndarray:
+        """Per domain id (at least ``size`` of them): whether a node there passes constraint i.
+        Id 0 (no label) never does; domains without counts hold 0 matching pods."""
+        f = self._fits[i]
+        if f is None or len(f) < size:
+            c = self.constraints[i]
+            limit = c.max_skew + self.min_match(i) - self.self_match[i]
+            f = _fit(self.counts[i], size) <= limit
+            f[0] = False
+            self._fits[i] = f
+        return f
+
     def domain_counts(self, i: int) -> dict[str, int]:
         """Eligible domain value -> matching pods (upstream's TpValueToMatchNum[i])."""
         idx = _domain_index(self.constraints[i].topology_key)
@@ -563,21 +665,23 @@ class _PreFilterState(StateData):
             self.counts = [a.copy() for a in self.counts]
             self.present = [a.copy() for a in self.present]
             self._shared = False
-        counts = self.counts[i]
-        if domain >= len(counts):
-            grow = domain + 1 - len(counts)
-            self.counts[i] = counts = np.concatenate([counts, np.zeros(grow, dtype=np.int64)])
-            self.present[i] = np.concatenate([self.present[i], np.zeros(grow, dtype=bool)])
-        counts[domain] += delta
+        if domain >= len(self.counts[i]):
+            self.counts[i] = _fit(self.counts[i], domain + 1)
+            self.present[i] = _fit(self.present[i], domain + 1)
+        self.counts[i][domain] += delta
         self.present[i][domain] = True
         self._mins[i] = None
+        self._fits[i] = None
 
 
 class _PreScoreState(StateData):
-    """Per soft constraint: normalizing weight and matching pods per seeded domain (None for
-    hostname constraints, counted per node in Score); nodes to ignore."""
+    """Per soft constraint: normalizing weight, and for non-hostname constraints the matching
+    pods per seeded domain (-1: not a domain of any candidate) with each domain's score term
+    ``count * weight + maxSkew - 1`` (0.0 at id 0, a node without the label). Hostname
+    constraints are counted per node in Score. Nodes to ignore, by row and by name."""
 
-    __slots__ = ("constraints", "counts", "ignored_names", "ignored_rows", "namespace", "weights")
+    __slots__ = ("any_ignored", "constraints", "counts", "ignored_names", "ignored_rows", "namespace", "rounded",
+                 "terms", "weights")
 
     def __init__(self, constraints: tuple[_Constraint, ...], counts: list[np.ndarray | None], weights: list[float],
                  ignored_rows: np.ndarray, ignored_names: set[str], namespace: str) -> None:
@@ -586,7 +690,20 @@ class _PreScoreState(StateData):
         self.weights = weights
         self.ignored_rows = ignored_rows
         self.ignored_names = ignored_names
+        self.any_ignored = bool(ignored_names)
         self.namespace = namespace
+        self.terms: list[np.ndarray | None] = []
+        for c, cnt, w in zip(constraints, counts, weights, strict=True):
+            if cnt is None:
+                self.terms.append(None)
+                continue
+            t = np.maximum(cnt, 0).astype(np.float64) * w + float(c.max_skew - 1)
+            t[0] = 0.0
+            self.terms.append(t)
+        # One domain-scoped constraint: the rounded score is a function of the domain alone.
+        self.rounded: np.ndarray | None = None
+        if len(constraints) == 1 and self.terms[0] is not None:
+            self.rounded = _round_half_away(self.terms[0])
 
     def domain_counts(self, i: int) -> dict[str, int]:
         """Seeded domain value -> matching pods (upstream's TopologyValueToPodCounts[i])."""
@@ -599,6 +716,8 @@ class _PreScoreState(StateData):
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
     """Go's math.Round for non-negative values, exactly."""
+    if len(x) <= 32:
+        return np.array([_go_round(v) for v in x.tolist()], dtype=np.int64)
     f = np.floor(x)
     return (f + (x - f >= 0.5)).astype(np.int64)
 
@@ -630,7 +749,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         raw_defaults: Sequence[dict[str, Any]] = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(a.get("defaultConstraints") or ()))
         self.default_constraints: tuple[dict[str, Any], ...] = tuple(raw_defaults)
-        self._counts = _CountCache()
+        self._rows = _RowCache()
         self._missing_label = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skew = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
@@ -730,26 +849,27 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
 
     def _cal_pre_filter_state(self, snapshot: Snapshot, pod: Pod, constraints: tuple[_Constraint, ...],
                               rows: np.ndarray) -> _PreFilterState:
-        masks = _RowMasks(snapshot, pod)
-        doms = [_domain_rows(snapshot, c.topology_key)[rows] for c in constraints]
-        has_all = doms[0] != 0
-        for d in doms[1:]:
-            has_all = has_all & (d != 0)
+        # Nodes count only if they carry every hard constraint's key and pass the constraint's
+        # inclusion policies (upstream's calPreFilterState).
+        required = tuple(sorted({c.topology_key for c in constraints}))
+        everywhere = len(rows) == snapshot.num_nodes
         counts: list[np.ndarray] = []
         present: list[np.ndarray] = []
-        for c, d in zip(constraints, doms, strict=True):
-            eligible = has_all
-            inc = masks.inclusion(c, rows)
-            if inc is not None:
-                eligible = eligible & inc
+        for c in constraints:
+            rkey, row_dom = _eligible_domains(snapshot, pod, c, required, False)
             size = len(_domain_index(c.topology_key))
-            ed = d[eligible]
-            per_row = self._counts.counts(snapshot, pod.namespace, c.selector)[rows][eligible]
-            if per_row.any():
-                cnt = np.bincount(ed, weights=per_row, minlength=size).astype(np.int64)
+            if everywhere:
+                # All nodes: the per-domain sums kept up to date across cycles.
+                ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
+                cnt = _fit(ds.sums, size).copy()
+                pres = _fit(ds.nodes, size) > 0
             else:
-                cnt = np.zeros(size, dtype=np.int64)
-            pres = np.bincount(ed, minlength=size) > 0
+                d = row_dom[rows]
+                w = self._rows.counts(snapshot, pod.namespace, c.selector)[rows]
+                cnt = np.bincount(d, weights=w, minlength=size).astype(np.int64)
+                pres = np.bincount(d, minlength=size) > 0
+            cnt[0] = 0
+            pres[0] = False
             counts.append(cnt)
             present.append(pres)
         self_match = [1 if c.selector.matches(pod) else 0 for c in constraints]
@@ -817,12 +937,12 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         s = self._pre_filter_state(state)
         if isinstance(s, Status):
             return np.zeros(len(rows), dtype=bool)
-        ok = np.ones(len(rows), dtype=bool)
+        ok: np.ndarray | None = None
         for i, c in enumerate(s.constraints):
             d = _domain_rows(snapshot, c.topology_key)[rows]
-            limit = c.max_skew + s.min_match(i) - s.self_match[i]
-            ok &= (d != 0) & (_gather(s.counts[i], d) <= limit)
-        return ok
+            fits = s.fits(i, len(_domain_index(c.topology_key)))[d]
+            ok = fits if ok is None else ok & fits
+        return ok if ok is not None else np.ones(len(rows), dtype=bool)
 
     # ------------------------------------------------------------ PreScore / Score
 
@@ -836,10 +956,11 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         if not constraints:
             return Status.skip()
         # Nodes must carry every topology key unless the constraints come from system
-        # defaulting (a node without a zone label still gets hostname spreading).
+        # defaulting (a node without a zone label still gets hostname spreading; its missing
+        # label reads as the value "").
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+        required = tuple(sorted({c.topology_key for c in constraints})) if require_all else ()
         frows = nodes.rows
-        n_rows = len(snapshot.infos)
         doms_f = [_domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
         ignored_f = np.zeros(len(frows), dtype=bool)
         if require_all:
@@ -849,38 +970,24 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         n_kept = int(np.count_nonzero(kept))
         counts: list[np.ndarray | None] = []
         weights: list[float] = []
-        all_rows = snapshot.order
-        all_doms = [_domain_rows(snapshot, c.topology_key)[all_rows] for c in constraints]
-        all_has = np.ones(len(all_rows), dtype=bool)
-        if require_all:
-            for d in all_doms:
-                all_has &= d != 0
-        masks = _RowMasks(snapshot, pod)
-        for c, df, da in zip(constraints, doms_f, all_doms, strict=True):
+        for c, df in zip(constraints, doms_f, strict=True):
             if c.is_hostname:
+                # Counted per node in Score; the domains are the candidate nodes.
                 counts.append(None)
                 weights.append(topology_normalizing_weight(n_kept))
                 continue
-            idx = _domain_index(c.topology_key)
+            rkey, row_dom = _eligible_domains(snapshot, pod, c, required, not require_all)
+            size = len(_domain_index(c.topology_key))
             seeded_ids = df[kept]
             if not require_all:
-                # A missing label reads as the value "" (a domain of its own).
-                empty_id = idx.id_of("")
-                seeded_ids = np.where(seeded_ids == 0, empty_id, seeded_ids)
-                da = np.where(da == 0, empty_id, da)
-            size = len(idx)
+                seeded_ids = np.where(seeded_ids == 0, _domain_index(c.topology_key).id_of(""), seeded_ids)
             seeded = np.zeros(size, dtype=bool)
             seeded[seeded_ids] = True
             weights.append(topology_normalizing_weight(int(np.count_nonzero(seeded))))
-            eligible = all_has & _gather(seeded, da)
-            inc = masks.inclusion(c, all_rows)
-            if inc is not None:
-                eligible &= inc
-            per_row = self._counts.counts(snapshot, pod.namespace, c.selector)[all_rows][eligible]
-            cnt = np.bincount(da[eligible], weights=per_row, minlength=size).astype(np.int64)
-            cnt[~seeded] = -1  # not a domain of any candidate node
-            counts.append(cnt)
-        ignored_rows = np.zeros(n_rows, dtype=bool)
+            # Matching pods of all nodes, in the domains of the candidates only.
+            ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
+            counts.append(np.where(seeded, _fit(ds.sums, size)[:size], -1))
+        ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
         ignored_rows[frows[ignored_f]] = True
         infos = snapshot.infos
         ignored_names = {infos[r].name for r in frows[ignored_f].tolist()}  # type: ignore[union-attr]
@@ -923,19 +1030,23 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         s = self._pre_score_state(state)
         if isinstance(s, Status):
             raise RuntimeError(s.message())
-        total = np.zeros(len(rows), dtype=np.float64)
-        for i, c in enumerate(s.constraints):
-            d = _domain_rows(snapshot, c.topology_key)[rows]
-            if c.is_hostname:
-                cnt = self._counts.counts(snapshot, s.namespace, c.selector)[rows]
-            else:
-                counts = s.counts[i]
-                assert counts is not None
-                cnt = np.maximum(_gather(counts, d), 0)
-            contrib = cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
-            total += np.where(d != 0, contrib, 0.0)
-        out = _round_half_away(total)
-        out[_gather(s.ignored_rows, rows)] = 0
+        constraints = s.constraints
+        if s.rounded is not None:
+            out = _gather(s.rounded, _domain_rows(snapshot, constraints[0].topology_key)[rows])
+        else:
+            # Summed in constraint order, as upstream adds each term to the node's float score.
+            total = np.zeros(len(rows), dtype=np.float64)
+            for i, c in enumerate(constraints):
+                d = _domain_rows(snapshot, c.topology_key)[rows]
+                terms = s.terms[i]
+                if terms is not None:
+                    total += _gather(terms, d)
+                    continue
+                cnt = self._rows.counts(snapshot, s.namespace, c.selector)[rows]
+                total += np.where(d != 0, cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1), 0.0)
+            out = _round_half_away(total)
+        if s.any_ignored:
+            out[s.ignored_rows[rows]] = 0
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
@@ -944,7 +1055,15 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             return s
         if len(scores) == 0:
             return None
-        ignored = _gather(s.ignored_rows, nodes.rows) if len(nodes.rows) else np.zeros(0, dtype=bool)
+        if not s.any_ignored:
+            min_score = int(scores.min())
+            max_score = max(int(scores.max()), 0)
+            if max_score == 0:
+                scores[:] = MAX_NODE_SCORE
+            else:
+                scores[:] = MAX_NODE_SCORE * (max_score + min_score - scores) // max_score
+            return None
+        ignored = _gather(s.ignored_rows, nodes.rows)
         kept = ~ignored
         if kept.any():
             vals = scores[kept]
