@@ -139,7 +139,9 @@ def add_all_event_handlers(sched: Scheduler) -> None:
             log.error("scheduler cache remove_node failed: %s", e)
         sched.queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
 
-    nodes.add_handler(EventHandler(add_node, update_node, delete_node))
+    # With a node filter (an instance owning a partition of the cluster), nodes outside it are
+    # invisible: a node leaving the partition is a deletion, entering it an addition.
+    nodes.add_handler(EventHandler(add_node, update_node, delete_node, filter=sched.node_filter))
 
     # Storage and namespaces: only events (plugins read them through their own informers).
     for kind, resource in (("PersistentVolume", EventResource.PERSISTENT_VOLUME),

@@ -92,6 +92,8 @@ class Scheduler:
         self.snapshot = Snapshot(self.cache.table.cols)
         self.metrics = metrics or SchedulerMetrics()
         self.pod_filter = pod_filter
+        # Which nodes this scheduler may place pods on (None: all). Pods bound to other nodes
+        # are kept on node-less "ghost" NodeInfos, which are never candidates.
         self.node_filter = node_filter
         self.events = EventRecorder(client, self.clock, enabled=record_events,
                                     component=self.config.profiles[0].scheduler_name)
