@@ -262,9 +262,13 @@ def _changed_rows(a: list[Any], b: list[Any]) -> list[int]:
 class Index:
     """The groups of one snapshot's NodeInfo list (``Snapshot.infos``), kept in sync by ``sync``."""
 
-    def __init__(self, infos: list[NodeInfo | None]) -> None:
+    def __init__(self, infos: list[NodeInfo | None], generations: list[int] | None = None) -> None:
         self.src = infos
+        # The snapshot's per-row NodeInfo generations (same length as ``infos``), if known: then
+        # changed rows are found by comparing generations in NumPy instead of bisecting the lists.
+        self.gens = generations
         self.seen: list[NodeInfo | None] = []
+        self.seen_gens = np.zeros(0, dtype=np.int64)
         self.sigs = Registry()
         self.terms = Registry()
         self._memos: OrderedDict[Any, _Memo] = OrderedDict()
@@ -276,11 +280,25 @@ class Index:
         seen = self.seen
         if len(cur) == len(seen) and cur == seen:
             return
-        for r in _changed_rows(seen, cur):
+        gens = self.gens
+        if gens is not None and len(gens) == len(cur):
+            g = np.fromiter(gens, dtype=np.int64, count=len(gens))
+            m = min(len(g), len(self.seen_gens))
+            rows = np.flatnonzero(g[:m] != self.seen_gens[:m]).tolist()
+            rows.extend(range(m, max(len(cur), len(seen))))
+            self.seen_gens = g
+        else:
+            rows = _changed_rows(seen, cur)
+        for r in rows:
             old = seen[r] if r < len(seen) else None
             new = cur[r] if r < len(cur) else None
-            self._apply(r, old, new)
-        self.seen = list(cur)
+            if old is not new:
+                self._apply(r, old, new)
+        if len(seen) != len(cur):
+            self.seen = list(cur)
+        else:
+            for r in rows:
+                seen[r] = cur[r]
 
     def _apply(self, r: int, old: NodeInfo | None, new: NodeInfo | None) -> None:
         old_live = old is not None and old.node is not None

@@ -265,11 +265,20 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
 
     # ---- helpers ---------------------------------------------------------------------------
 
+    def _snapshot_of(self, infos: list[NodeInfo | None]) -> Any:
+        """The handle's snapshot if ``infos`` is its row list, else None."""
+        try:
+            snap = self.handle.snapshot if self.handle is not None else None
+        except (AttributeError, AssertionError):
+            return None
+        return snap if snap is not None and getattr(snap, "infos", None) is infos else None
+
     def index(self, infos: list[NodeInfo | None]) -> Index:
         """The pod index over ``infos`` (a snapshot's row list), brought up to date."""
         idx = self._index
         if idx is None or idx.src is not infos:
-            idx = self._index = Index(infos)
+            snap = self._snapshot_of(infos)
+            idx = self._index = Index(infos, snap.generations if snap is not None else None)
         idx.sync()
         return idx
 
@@ -307,6 +316,12 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         aff = pod.affinity
         req_aff = aff.pod_affinity_required if aff is not None else ()
         req_anti = aff.pod_anti_affinity_required if aff is not None else ()
+        if not req_aff and not req_anti:
+            snap = self._snapshot_of(nodes.infos)
+            if snap is not None and not snap.have_pods_with_required_anti_affinity:
+                # No existing pod has required anti-affinity: nothing can count (upstream walks
+                # an empty node list and skips).
+                return None, Status.skip()
         idx = self.index(nodes.infos)
         ns_labels = self._namespace_labels(pod.namespace)
 
@@ -433,6 +448,12 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         has_constraints = bool(pref or pref_anti)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip()
+        if not has_constraints:
+            snap = self._snapshot_of(nodes.infos)
+            if snap is not None and not snap.have_pods_with_affinity:
+                # Only existing pods' terms could count, and no pod has any (upstream walks an
+                # empty node list and skips).
+                return Status.skip()
         idx = self.index(nodes.infos)
         ns_labels = self._namespace_labels(pod.namespace)
         score: dict[str, np.ndarray] = {}
