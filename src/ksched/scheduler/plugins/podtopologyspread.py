@@ -132,7 +132,6 @@ _SS_KIND = ("apps/v1", "StatefulSet")
 _CONTROLLER_KINDS = (_RC_KIND, _RS_KIND, _SS_KIND)
 
 _MAX_INT32 = 2**31 - 1
-_MAX_INT64 = 2**63 - 1
 
 
 # ---------------------------------------------------------------- topology domains
@@ -623,9 +622,6 @@ class _PreFilterState(StateData):
         c._shared = True
         self._shared = True
         return c
-
-    def num_domains(self, i: int) -> int:
-        return int(np.count_nonzero(self.present[i]))
 
     def min_match(self, i: int) -> int:
         """The global minimum for the skew, taking minDomains into account."""
