@@ -402,7 +402,7 @@ def test_score_out_of_range_after_normalize_is_an_error(score: int, norm: int | 
     _, st, _ = run_scores(fw, snap)
     assert st is not None and st.code == Code.ERROR
     bad = norm if norm is not None else score
-    assert st.message() == (f"plugin 'Bad' returns an invalid score {bad}, it should in the range of [0, 100] "
+    assert st.message() == (f"plugin \"Bad\" returns an invalid score {bad}, it should in the range of [0, 100] "
                             "after normalizing")
 
 

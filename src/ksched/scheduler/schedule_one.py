@@ -63,10 +63,14 @@ class Explanation:
     scores: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: str | None = None
     message: str = ""
+    preemption: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"filter": self.filters, "score": self.scores, "selectedNode": self.selected,
-                "message": self.message}
+        d = {"filter": self.filters, "score": self.scores, "selectedNode": self.selected,
+             "message": self.message}
+        if self.preemption is not None:
+            d["preemption"] = self.preemption
+        return d
 
 
 class FeasibleNodeFinder:

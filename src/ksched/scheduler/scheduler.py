@@ -107,6 +107,8 @@ class Scheduler:
                            parallelism=int(self.config.parallelism),
                            percentage_of_nodes_to_score=int(self.config.percentage_of_nodes_to_score))
             fw.set_snapshot(self.snapshot)
+            fw.rng = self.rng
+            fw.metrics = self.metrics
             self.profiles[prof.scheduler_name] = fw
         first = next(iter(self.profiles.values()))
         qs = first.queue_sort()
@@ -181,6 +183,11 @@ class Scheduler:
                     fe.diagnosis.post_filter_msg = st.message()
                 if res is not None and res.mode != PostFilterResult.MODE_NOOP:
                     nominating = res
+            if explain is not None:
+                for p in fw.points["postFilter"]:
+                    decision = getattr(p, "last_decision", None)
+                    if decision is not None and hasattr(decision, "to_dict"):
+                        explain.preemption = decision.to_dict()
             qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
             msg = str(fe)
@@ -387,10 +394,15 @@ class Scheduler:
             return
         if cached is not pod:
             qpi.pod_info = PodInfo(cached)
-        if nominating is not None and nominating.nominated_node_name:
-            nominated = nominating.nominated_node_name
-            self.queue.nominator.add(qpi.pod_info, nominated)
         self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        if nominating is not None and nominating.mode == PostFilterResult.MODE_OVERRIDE:
+            # Reserve (or clear) the nominated node in memory now, before the status patch
+            # comes back through the informer.
+            nominated = nominating.nominated_node_name
+            if nominated:
+                self.queue.nominator.add(qpi.pod_info, nominated)
+            else:
+                self.queue.nominator.delete(qpi.pod)
         self._update_pod_status(cached, reason, msg, nominated, nominating is not None)
 
     def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated: str, set_nominated: bool) -> None:

@@ -267,9 +267,6 @@ def test_extended_resources_and_hugepages_are_freed(fit: str) -> None:
     assert c.pod("cpu-low").deletion_timestamp is None
 
 
-@pytest.mark.xfail(strict=True, reason="scheduler.py/queue keep the in-memory nomination when PostFilter returns "
-                                       "an empty nominated node (upstream's AddNominatedPod with an empty "
-                                       "override removes it); see the DefaultPreemption report")
 def test_cleared_nomination_leaves_the_nominator() -> None:
     c = Cluster("FakeFit")
     c.add(make_node("node1", cpu="2", memory="1Gi"))

@@ -3,6 +3,7 @@ expansion as upstream), and runs each extension point with upstream's contracts.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,8 @@ class Framework:
                                              if profile.percentage_of_nodes_to_score is not None
                                              else percentage_of_nodes_to_score)
         self._snapshot: Snapshot | None = None
+        self.rng: random.Random = random.Random(0)  # the scheduler's seeded source (tie-breaks, preemption offsets)
+        self.metrics: Any = None  # the scheduler's SchedulerMetrics
         self.nominator: Any = None  # set by the scheduler (the queue's nominator)
         self.pod_activator: Callable[[list[Pod]], None] | None = None
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -299,7 +302,7 @@ class Framework:
                 continue
             st = ext.add_pod(state, pod, pod_info_to_add, node_info)
             if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running AddPod on PreFilter plugin {p.name!r}: {st.message()}", p.name)
+                return Status.as_error(f"running AddPod on PreFilter plugin \"{p.name}\": {st.message()}", p.name)
         return None
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo,
@@ -312,7 +315,7 @@ class Framework:
                 continue
             st = ext.remove_pod(state, pod, pod_info_to_remove, node_info)
             if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running RemovePod on PreFilter plugin {p.name!r}: {st.message()}", p.name)
+                return Status.as_error(f"running RemovePod on PreFilter plugin \"{p.name}\": {st.message()}", p.name)
         return None
 
     # ---------------------------------------------------------------- Filter
@@ -390,7 +393,7 @@ class Framework:
                 skipped.add(p.name)
                 continue
             if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running PreScore plugin {p.name!r}: {st.message()}", p.name)
+                return Status.as_error(f"running PreScore plugin \"{p.name}\": {st.message()}", p.name)
         state.skip_score_plugins = skipped
         return None
 
@@ -413,7 +416,7 @@ class Framework:
                 for ni in nodes:
                     s, st = p.score(state, pod, ni)
                     if st is not None and st.code != Code.SUCCESS:
-                        return total, Status.as_error(f"running Score plugin {p.name!r}: {st.message()}", p.name)
+                        return total, Status.as_error(f"running Score plugin \"{p.name}\": {st.message()}", p.name)
                     vals.append(s)
                 scores = np.asarray(vals, dtype=np.int64)
             raw = scores.copy() if record is not None else None
@@ -421,12 +424,12 @@ class Framework:
             if norm is not None:
                 st = norm(state, pod, nodes, scores)
                 if st is not None and st.code != Code.SUCCESS:
-                    return total, Status.as_error(f"running Normalize on Score plugin {p.name!r}: {st.message()}",
+                    return total, Status.as_error(f"running Normalize on Score plugin \"{p.name}\": {st.message()}",
                                                   p.name)
             if n and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))[0])
                 return total, Status.as_error(
-                    f"plugin {p.name!r} returns an invalid score {int(scores[bad])}, it should in the range of "
+                    f"plugin \"{p.name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
             w = self.score_weights[p.name]
             total += scores * w
@@ -442,7 +445,7 @@ class Framework:
             if st is not None and st.code != Code.SUCCESS:
                 if st.is_rejected():
                     return st.with_plugin(p.name)
-                return Status.as_error(f"running Reserve plugin {p.name!r}: {st.message()}", p.name)
+                return Status.as_error(f"running Reserve plugin \"{p.name}\": {st.message()}", p.name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -461,7 +464,7 @@ class Framework:
             if st.code == Code.WAIT:
                 waiting[p.name] = now + min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return Status.as_error(f"running Permit plugin {p.name!r}: {st.message()}", p.name)
+            return Status.as_error(f"running Permit plugin \"{p.name}\": {st.message()}", p.name)
         if waiting:
             self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, waiting)
             return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod",
@@ -518,7 +521,7 @@ class Framework:
             if st is not None and st.code != Code.SUCCESS:
                 if st.is_rejected():
                     return st.with_plugin(p.name)
-                return Status.as_error(f"running PreBind plugin {p.name!r}: {st.message()}", p.name)
+                return Status.as_error(f"running PreBind plugin \"{p.name}\": {st.message()}", p.name)
         return None
 
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -529,7 +532,7 @@ class Framework:
             if st is not None and st.code != Code.SUCCESS:
                 if st.is_rejected():
                     return st.with_plugin(p.name)
-                err = Status.as_error(f"running Bind plugin {p.name!r}: {st.message()}", p.name)
+                err = Status.as_error(f"running Bind plugin \"{p.name}\": {st.message()}", p.name)
                 if st.error is not None:
                     err.error = st.error  # keep the API error (a 409 from the conflict resolver is retried)
                 return err

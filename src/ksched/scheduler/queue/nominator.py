@@ -43,8 +43,12 @@ class Nominator:
             self.by_node.pop(nn, None)
 
     def update(self, old: Pod, new_pi: PodInfo) -> None:
-        """Keep a nomination across updates unless the new pod object states another node."""
-        nn = new_pi.pod.nominated_node_name or self.node_of.get(self._uid(old), "")
+        """Follow the pod object; an in-memory nomination (made before the status patch lands)
+        survives only updates where neither object carries a nominatedNodeName (upstream's
+        UpdateNominatedPod)."""
+        nn = new_pi.pod.nominated_node_name
+        if not old.nominated_node_name and not nn:
+            nn = self.node_of.get(self._uid(old), "")
         self.delete(old)
         if nn and not new_pi.pod.node_name:
             self.add(new_pi, nn)

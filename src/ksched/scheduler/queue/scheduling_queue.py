@@ -350,8 +350,11 @@ class PriorityQueue:
             qpi.consecutive_errors_count = 0
         else:
             qpi.consecutive_errors_count += 1
-        if pod.nominated_node_name or self.nominator.nominated_node(pod):
-            self.nominator.add(qpi.pod_info, self.nominator.nominated_node(pod))
+        # As upstream (addNominatedPod with no nominating info): the nomination follows the pod
+        # object's status; the failure handler then applies a PostFilter override.
+        self.nominator.delete(pod)
+        if pod.nominated_node_name:
+            self.nominator.add(qpi.pod_info)
         strategy = QUEUE_SKIP
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             strategy = QUEUE_AFTER_BACKOFF  # an error: always retried after backoff
