@@ -25,7 +25,7 @@ from ksched.client.inprocess import InProcessClient
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import Code
 from ksched.scheduler.framework.types import NodeInfo
-from ksched.scheduler.plugins.interpodaffinity import PRE_FILTER_STATE_KEY, InterPodAffinity
+from ksched.scheduler.plugins.interpodaffinity import PRE_FILTER_STATE_KEY, InterPodAffinity, _index
 from ksched.scheduler.plugins.interpodaffinity._index import _DOMAINS
 from ksched.testing import PluginRunner, make_node, make_pod
 
@@ -268,6 +268,19 @@ def _check(r: PluginRunner, incoming: list[Pod], hard: int, ignore: bool) -> Non
 
 @pytest.mark.parametrize("seed", range(8))
 def test_incremental_index_matches_oracle(seed: int) -> None:
+    _run_random_cluster(seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_incremental_index_with_query_eviction_and_log_compaction(seed: int, monkeypatch: Any) -> None:
+    """Queries evicted from the LRU and registries compacting their logs (which re-evaluates
+    every query) must not change any result."""
+    monkeypatch.setattr(_index, "_QUERY_MAX", 2)
+    monkeypatch.setattr(_index, "_LOG_SLACK", -10**9)  # compact on every group removal
+    _run_random_cluster(100 + seed)
+
+
+def _run_random_cluster(seed: int) -> None:
     rng = random.Random(seed)
     hard = rng.choice([0, 1, 5])
     ignore = seed % 3 == 0

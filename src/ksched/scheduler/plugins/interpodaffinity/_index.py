@@ -2,9 +2,9 @@
 
 Upstream's PreFilter and PreScore walk every pod on every node once per scheduling cycle. Here
 the walk is replaced by an index over the snapshot's NodeInfos that is brought up to date at the
-start of each cycle by looking only at the rows whose NodeInfo object changed (the cache replaces
-a snapshot NodeInfo whenever its node or pods change), so the per-cycle cost is proportional to
-the number of changed nodes, not to the size of the cluster.
+start of each cycle by looking only at the rows whose NodeInfo changed (the cache replaces a
+snapshot NodeInfo, and bumps its generation, whenever its node or pods change), so the
+per-cycle work is proportional to what changed, not to the size of the cluster.
 
 The index groups what matters to the plugin:
 
@@ -14,20 +14,21 @@ The index groups what matters to the plugin:
   affinity, preferred affinity and preferred anti-affinity for Score) by term identity: each
   distinct term is matched once against the incoming pod.
 
-Each group knows on which rows it has how many members, and (once asked, for groups that are not
-tiny) keeps a per-topology-domain count array up to date incrementally. Topology values are
-interned per topology key into small integers (0 means "the node has no such label"), shared with
-the vectorized Filter/Score through ``Snapshot.row_values``.
+A *query* (an incoming term, or an incoming pod against existing terms) is memoized: which groups
+match it (only groups created since the last use are evaluated), and per topology key an
+*aggregate*: the weighted member count of the matching groups per topology value. Aggregates
+subscribe to their groups and are updated in O(1) whenever a member is added or removed, so a
+query that was answered before costs O(1) no matter how many pods or groups match it.
 
-Which groups match a given incoming pod or term is memoized per query key: when groups are
-created, only the new ones are evaluated.
+Topology values are interned per topology key into small integers (0 means "the node has no
+such label"), shared with the vectorized Filter/Score through ``Snapshot.row_values``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,12 +39,20 @@ from ksched.api.pod import Pod
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = [
+    "KIND_ANTI",
+    "KIND_HARD",
+    "KIND_PREF",
+    "KIND_PREF_ANTI",
+    "Aggregate",
     "Index",
     "add_into",
     "dom_of",
     "dom_size",
     "domain_rows",
     "gather",
+    "grow",
+    "lookup_dom",
+    "pod_keys",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -117,6 +126,7 @@ def gather(arr: np.ndarray | None, dom: np.ndarray) -> np.ndarray:
 
 
 def add_into(acc: dict[str, np.ndarray], key: str, arr: np.ndarray, mult: int = 1) -> None:
+    """``acc[key] += mult * arr`` (creating or growing ``acc[key]``, never aliasing ``arr``)."""
     cur = acc.get(key)
     if cur is None:
         cur = np.zeros(max(dom_size(key), len(arr)), dtype=np.int64)
@@ -130,23 +140,51 @@ def add_into(acc: dict[str, np.ndarray], key: str, arr: np.ndarray, mult: int = 
 
 
 # ---------------------------------------------------------------------------------------------
-# Groups and registries
+# Groups, aggregates, registries
 
-# Groups with at least this many rows keep per-domain count arrays; smaller ones are summed row by
-# row when queried (a dense array per tiny group would cost O(domains) per query and memory).
-DENSE_MIN_ROWS = 16
+# Kinds of existing-pod terms that act on the incoming pod.
+KIND_ANTI = "anti"          # required anti-affinity (Filter, symmetry)
+KIND_HARD = "hard"          # required affinity (Score, hardPodAffinityWeight)
+KIND_PREF = "pref"          # preferred affinity (Score, +weight)
+KIND_PREF_ANTI = "prefanti"  # preferred anti-affinity (Score, -weight)
+
+
+class Aggregate:
+    """For one query and topology key: ``arr[domain]`` = sum over matching groups of weight x
+    members on nodes of that domain; ``n`` = members counted (on nodes that have the key)."""
+
+    __slots__ = ("arr", "dead", "key", "n")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.arr = np.zeros(dom_size(key), dtype=np.int64)
+        self.n = 0
+        self.dead = False
+
+    def bump(self, node: Node | None, c: int, w: int) -> None:
+        if node is None:
+            return
+        v = node.labels.get(self.key)
+        if v is None:
+            return
+        d = dom_of(self.key, v)
+        arr = self.arr
+        if d >= len(arr):
+            arr = self.arr = grow(arr, max(d + 1, dom_size(self.key)))
+        arr[d] += c * w
+        self.n += c
 
 
 class Group:
     """Members of one kind (a label signature, or a term) and the rows they are on."""
 
-    __slots__ = ("alive", "dense", "key", "rows", "total")
+    __slots__ = ("alive", "key", "rows", "subs", "total")
 
     def __init__(self, key: Any) -> None:
         self.key = key
         self.alive = True
         self.rows: dict[int, int] = {}
-        self.dense: dict[str, np.ndarray] = {}
+        self.subs: list[tuple[Aggregate, int]] = []
         self.total = 0
 
 
@@ -164,17 +202,23 @@ class SigGroup(Group):
 class TermGroup(Group):
     """Occurrences of one (anti-)affinity term of existing pods (with its weight, for Score)."""
 
-    __slots__ = ("sign", "term", "weight")
+    __slots__ = ("kind", "sign", "term", "weight")
 
-    def __init__(self, key: Any, term: PodAffinityTerm, weight: int, sign: int) -> None:
+    def __init__(self, key: Any, kind: str, term: PodAffinityTerm, weight: int, sign: int) -> None:
         super().__init__(key)
+        self.kind = kind
         self.term = term
         self.weight = weight
         self.sign = sign
 
 
+# The creation log is compacted (and every query re-evaluated) once it holds this many more
+# entries than twice the live groups.
+_LOG_SLACK = 256
+
+
 class Registry:
-    """Live groups by key, plus a creation log that lets memos evaluate only new groups."""
+    """Live groups by key, plus a creation log that lets queries evaluate only new groups."""
 
     __slots__ = ("epoch", "items", "log")
 
@@ -189,53 +233,73 @@ class Registry:
 
     def kill(self, g: Group) -> None:
         g.alive = False
+        g.subs = []
         if self.items.get(g.key) is g:
             del self.items[g.key]
-        if len(self.log) > 2 * len(self.items) + 256:
+        if len(self.log) > 2 * len(self.items) + _LOG_SLACK:
             self.log = list(self.items.values())
             self.epoch += 1
 
 
-class _Memo:
-    __slots__ = ("epoch", "matched", "pos")
+# weight(group, topology key): the group's weight in that key's aggregate, None if not in it.
+WeightFn = Callable[[Any, str], "int | None"]
 
-    def __init__(self, epoch: int) -> None:
+
+class Query:
+    """A memoized query: the live groups matching it and its aggregates by topology key."""
+
+    __slots__ = ("aggs", "epoch", "keys", "matched", "pos", "pred", "weight")
+
+    def __init__(self, epoch: int, pred: Callable[[Any], bool], weight: WeightFn) -> None:
         self.epoch = epoch
         self.pos = 0
+        self.pred = pred
+        self.weight = weight
         self.matched: list[Group] = []
+        self.aggs: dict[str, Aggregate] = {}
+        # Topology keys of matching term groups (term queries).
+        self.keys: set[str] = set()
+
+    def close(self) -> None:
+        for a in self.aggs.values():
+            a.dead = True
+        for g in self.matched:
+            if g.subs:
+                g.subs = [s for s in g.subs if not s[0].dead]
+        self.aggs = {}
 
 
-_MEMO_MAX = 1024
-
-# Kinds of existing-pod terms that act on the incoming pod.
-KIND_ANTI = "anti"          # required anti-affinity (Filter, symmetry)
-KIND_HARD = "hard"          # required affinity (Score, hardPodAffinityWeight)
-KIND_PREF = "pref"          # preferred affinity (Score, +weight)
-KIND_PREF_ANTI = "prefanti"  # preferred anti-affinity (Score, -weight)
+_QUERY_MAX = 256
 
 
-def _pod_keys(pod: Pod) -> tuple[Any, list[tuple[Any, PodAffinityTerm, int, int]],
-                                 list[tuple[Any, PodAffinityTerm, int, int]]]:
-    """(signature key, required anti-affinity term entries, scoring term entries), cached on the
-    pod object. An entry is (group key, term, weight, sign)."""
+def weight_one(g: Any, key: str) -> int | None:
+    return 1
+
+
+def weight_own_key(g: Any, key: str) -> int | None:
+    return 1 if g.term.topology_key == key else None
+
+
+def pod_keys(pod: Pod) -> tuple[Any, list[tuple[Any, str, PodAffinityTerm, int, int]]]:
+    """(label signature key, term entries), cached on the pod object. A term entry is
+    (group key, kind, term, weight, sign)."""
     c = pod.cached()
     hit = c.get("InterPodAffinity.keys")
     if hit is not None:
         return hit  # type: ignore[no-any-return]
     sig = (pod.namespace, frozenset(pod.labels.items()))
-    anti: list[tuple[Any, PodAffinityTerm, int, int]] = []
-    score: list[tuple[Any, PodAffinityTerm, int, int]] = []
+    terms: list[tuple[Any, str, PodAffinityTerm, int, int]] = []
     aff = pod.affinity
     if aff is not None:
         for t in aff.pod_anti_affinity_required:
-            anti.append(((KIND_ANTI, t.key()), t, 0, 0))
+            terms.append(((KIND_ANTI, t.key()), KIND_ANTI, t, 0, 0))
         for t in aff.pod_affinity_required:
-            score.append(((KIND_HARD, t.key()), t, 0, 1))
+            terms.append(((KIND_HARD, t.key()), KIND_HARD, t, 0, 1))
         for wt in aff.pod_affinity_preferred:
-            score.append(((KIND_PREF, wt.term.key(), wt.weight), wt.term, wt.weight, 1))
+            terms.append(((KIND_PREF, wt.term.key(), wt.weight), KIND_PREF, wt.term, wt.weight, 1))
         for wt in aff.pod_anti_affinity_preferred:
-            score.append(((KIND_PREF_ANTI, wt.term.key(), wt.weight), wt.term, wt.weight, -1))
-    out = (sig, anti, score)
+            terms.append(((KIND_PREF_ANTI, wt.term.key(), wt.weight), KIND_PREF_ANTI, wt.term, wt.weight, -1))
+    out = (sig, terms)
     c["InterPodAffinity.keys"] = out
     return out
 
@@ -271,7 +335,7 @@ class Index:
         self.seen_gens = np.zeros(0, dtype=np.int64)
         self.sigs = Registry()
         self.terms = Registry()
-        self._memos: OrderedDict[Any, _Memo] = OrderedDict()
+        self._queries: OrderedDict[Any, Query] = OrderedDict()
 
     # ---- maintenance -----------------------------------------------------------------------
 
@@ -328,19 +392,18 @@ class Index:
                 self._pod(r, pi.pod, 1, new.node)  # type: ignore[union-attr]
 
     def _pod(self, r: int, pod: Pod, c: int, node: Node | None) -> None:
-        sig, anti, score = _pod_keys(pod)
+        sig, terms = pod_keys(pod)
         g = self.sigs.items.get(sig)
         if g is None:
             g = SigGroup(sig, pod.namespace, pod.labels)
             self.sigs.add(g)
         self._bump(self.sigs, g, r, c, node)
-        for entries in (anti, score):
-            for key, term, weight, sign in entries:
-                tg = self.terms.items.get(key)
-                if tg is None:
-                    tg = TermGroup(key, term, weight, sign)
-                    self.terms.add(tg)
-                self._bump(self.terms, tg, r, c, node)
+        for key, kind, term, weight, sign in terms:
+            tg = self.terms.items.get(key)
+            if tg is None:
+                tg = TermGroup(key, kind, term, weight, sign)
+                self.terms.add(tg)
+            self._bump(self.terms, tg, r, c, node)
 
     @staticmethod
     def _bump(reg: Registry, g: Group, r: int, c: int, node: Node | None) -> None:
@@ -350,81 +413,64 @@ class Index:
         else:
             g.rows.pop(r, None)
         g.total += c
-        if g.dense and node is not None:
-            labels = node.labels
-            for k, arr in g.dense.items():
-                v = labels.get(k)
-                if v is None:
-                    continue
-                d = dom_of(k, v)
-                if d >= len(arr):
-                    arr = g.dense[k] = grow(arr, d + 1)
-                arr[d] += c
+        if g.subs:
+            dead = False
+            for agg, w in g.subs:
+                if agg.dead:
+                    dead = True
+                else:
+                    agg.bump(node, c, w)
+            if dead:
+                g.subs = [s for s in g.subs if not s[0].dead]
         if g.total == 0:
             reg.kill(g)
 
     # ---- queries ---------------------------------------------------------------------------
 
-    def add_group(self, acc: dict[str, np.ndarray], g: Group, key: str, mult: int = 1) -> bool:
-        """Add the group's per-domain counts for topology ``key`` (times ``mult``) into ``acc``.
-        True if any member is on a node that has the ``key`` label."""
-        arr = g.dense.get(key)
-        if arr is None and len(g.rows) >= DENSE_MIN_ROWS:
-            arr = np.zeros(dom_size(key), dtype=np.int64)
-            infos = self.src
-            for r, c in g.rows.items():
-                d = node_dom(infos[r].node, key)  # type: ignore[union-attr]
-                if d:
-                    if d >= len(arr):
-                        arr = grow(arr, d + 1)
-                    arr[d] += c
-            g.dense[key] = arr
-        if arr is not None:
-            if not arr.any():
-                return False
-            add_into(acc, key, arr, mult)
-            return True
-        touched = False
-        infos = self.src
-        cur = acc.get(key)
-        for r, c in g.rows.items():
-            node = infos[r].node  # type: ignore[union-attr]
-            v = node.labels.get(key) if node is not None else None
-            if v is None:
-                continue
-            d = dom_of(key, v)
-            if cur is None or d >= len(cur):
-                cur = acc[key] = grow(cur if cur is not None else np.zeros(0, dtype=np.int64),
-                                      max(dom_size(key), d + 1))
-            cur[d] += c * mult
-            touched = True
-        return touched
-
-    def matching(self, reg: Registry, memo_key: Any, pred: Callable[[Any], bool]) -> list[Any]:
-        """Live groups of ``reg`` for which ``pred`` holds; ``pred`` must depend only on the
-        group and on what ``memo_key`` identifies."""
-        k = (id(reg), memo_key)
-        m = self._memos.get(k)
-        if m is None or m.epoch != reg.epoch:
-            m = _Memo(reg.epoch)
-            self._memos[k] = m
-            if len(self._memos) > _MEMO_MAX:
-                self._memos.popitem(last=False)
+    def query(self, reg: Registry, key: Any, pred: Callable[[Any], bool], weight: WeightFn = weight_one) -> Query:
+        """The memoized query ``key`` over ``reg``: ``pred`` selects groups and ``weight`` gives
+        their weight per topology key; both must depend only on the group and on ``key``."""
+        k = (id(reg), key)
+        q = self._queries.get(k)
+        if q is None or q.epoch != reg.epoch:
+            if q is not None:
+                q.close()
+            q = Query(reg.epoch, pred, weight)
+            self._queries[k] = q
+            if len(self._queries) > _QUERY_MAX:
+                self._queries.popitem(last=False)[1].close()
         else:
-            self._memos.move_to_end(k)
+            self._queries.move_to_end(k)
         log = reg.log
-        if m.pos < len(log):
-            for g in log[m.pos:]:
-                if g.alive and pred(g):
-                    m.matched.append(g)
-            m.pos = len(log)
-        matched = m.matched
-        for g in matched:
+        if q.pos < len(log):
+            for g in log[q.pos:]:
+                if g.alive and q.pred(g):
+                    q.matched.append(g)
+                    if isinstance(g, TermGroup):
+                        q.keys.add(g.term.topology_key)
+                    for agg_key, agg in q.aggs.items():
+                        self._subscribe(agg, g, q.weight(g, agg_key))
+            q.pos = len(log)
+        for g in q.matched:
             if not g.alive:
-                matched = m.matched = [x for x in matched if x.alive]
+                q.matched = [x for x in q.matched if x.alive]
                 break
-        return matched
+        return q
 
-    def term_groups(self, kinds: Iterable[str]) -> list[TermGroup]:
-        ks = set(kinds)
-        return [g for g in self.terms.items.values() if g.key[0] in ks]  # type: ignore[misc]
+    def aggregate(self, q: Query, key: str) -> Aggregate:
+        """The query's aggregate for topology ``key`` (kept up to date from now on)."""
+        agg = q.aggs.get(key)
+        if agg is None:
+            agg = q.aggs[key] = Aggregate(key)
+            for g in q.matched:
+                self._subscribe(agg, g, q.weight(g, key))
+        return agg
+
+    def _subscribe(self, agg: Aggregate, g: Group, w: int | None) -> None:
+        if w is None or not g.alive:
+            return
+        g.subs.append((agg, w))
+        infos = self.src
+        for r, c in g.rows.items():
+            ni = infos[r]
+            agg.bump(ni.node if ni is not None else None, c, w)

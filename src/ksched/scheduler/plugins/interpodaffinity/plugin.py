@@ -55,18 +55,19 @@ from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.interpodaffinity._index import (
     KIND_ANTI,
     KIND_HARD,
-    KIND_PREF,
-    KIND_PREF_ANTI,
     Index,
+    Query,
     SigGroup,
     TermGroup,
-    _pod_keys,
+    add_into,
     dom_of,
     dom_size,
     domain_rows,
     gather,
     grow,
     lookup_dom,
+    pod_keys,
+    weight_own_key,
 )
 
 __all__ = [
@@ -306,8 +307,9 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             nss = t.namespaces | found if found else t.namespaces
         return _Term(t.topology_key, t.label_selector, nss, weight)
 
-    def _matching_sigs(self, idx: Index, t: _Term) -> list[SigGroup]:
-        return idx.matching(idx.sigs, t.memo_key, t.matches_sig)
+    def _sig_query(self, idx: Index, t: _Term) -> Query:
+        """Existing pods (by label signature) matching one incoming term."""
+        return idx.query(idx.sigs, t.memo_key, t.matches_sig)
 
     # ---- PreFilter -------------------------------------------------------------------------
 
@@ -327,11 +329,14 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
 
         # Existing pods' required anti-affinity terms that match the incoming pod.
         existing: dict[str, np.ndarray] = {}
-        sig = _pod_keys(pod)[0]
         nsl_key = frozenset(ns_labels.items()) if ns_labels else None
-        for g in idx.matching(idx.terms, ("existing-anti", pod.namespace, sig, nsl_key),
-                              lambda g: g.key[0] == KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels)):
-            idx.add_group(existing, g, g.term.topology_key)
+        q = idx.query(idx.terms, ("existing-anti", pod.namespace, pod_keys(pod)[0], nsl_key),
+                      lambda g: g.kind == KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels),
+                      weight_own_key)
+        for key in q.keys:
+            agg = idx.aggregate(q, key)
+            if agg.n:
+                add_into(existing, key, agg.arr)
 
         aff_terms = [self._resolve(t) for t in req_aff]
         anti_terms = [self._resolve(t) for t in req_anti]
@@ -339,20 +344,18 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         # Existing pods matching all of the incoming pod's affinity terms (+1 per term).
         aff_counts: dict[str, np.ndarray] = {}
         if aff_terms:
-            matched = self._matching_sigs(idx, aff_terms[0])
-            for t in aff_terms[1:]:
-                if not matched:
-                    break
-                ids = {id(g) for g in self._matching_sigs(idx, t)}
-                matched = [g for g in matched if id(g) in ids]
-            for g in matched:
-                for t in aff_terms:
-                    idx.add_group(aff_counts, g, t.key)
+            qa = idx.query(idx.sigs, ("all", tuple(t.memo_key for t in aff_terms)),
+                           lambda g: all(t.matches_sig(g) for t in aff_terms))
+            for t in aff_terms:
+                agg = idx.aggregate(qa, t.key)
+                if agg.n:
+                    add_into(aff_counts, t.key, agg.arr)
         # Existing pods matching each of the incoming pod's anti-affinity terms.
         anti_counts: dict[str, np.ndarray] = {}
         for t in anti_terms:
-            for g in self._matching_sigs(idx, t):
-                idx.add_group(anti_counts, g, t.key)
+            agg = idx.aggregate(self._sig_query(idx, t), t.key)
+            if agg.n:
+                add_into(anti_counts, t.key, agg.arr)
 
         if not _nonzero(existing) and not req_aff and not req_anti:
             return None, Status.skip()
@@ -459,30 +462,31 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         score: dict[str, np.ndarray] = {}
         touched = False
         # The incoming pod's preferred terms, matched by existing pods.
-        for wt in pref:
-            t = self._resolve(wt.term, wt.weight)
-            for g in self._matching_sigs(idx, t):
-                touched |= idx.add_group(score, g, t.key, wt.weight)
-        for wt in pref_anti:
-            t = self._resolve(wt.term, wt.weight)
-            for g in self._matching_sigs(idx, t):
-                touched |= idx.add_group(score, g, t.key, -wt.weight)
+        for wts, sign in ((pref, 1), (pref_anti, -1)):
+            for wt in wts:
+                t = self._resolve(wt.term, wt.weight)
+                agg = idx.aggregate(self._sig_query(idx, t), t.key)
+                if agg.n:
+                    touched = True
+                    add_into(score, t.key, agg.arr, sign * wt.weight)
         # Existing pods' terms matched by the incoming pod.
-        sig = _pod_keys(pod)[0]
-        nsl_key = frozenset(ns_labels.items()) if ns_labels else None
         hard = self.hard_pod_affinity_weight
-        groups: list[TermGroup] = idx.matching(
-            idx.terms, ("existing-score", pod.namespace, sig, nsl_key),
-            lambda g: g.key[0] in (KIND_HARD, KIND_PREF, KIND_PREF_ANTI)
-            and _existing_term_matches(g.term, pod, ns_labels))
-        for g in groups:
-            if g.key[0] == KIND_HARD:
-                if hard <= 0:
-                    continue
-                mult = hard
-            else:
-                mult = g.sign * g.weight
-            touched |= idx.add_group(score, g, g.term.topology_key, mult)
+        nsl_key = frozenset(ns_labels.items()) if ns_labels else None
+
+        def weight(g: TermGroup, key: str) -> int | None:
+            if g.term.topology_key != key:
+                return None
+            if g.kind == KIND_HARD:
+                return hard if hard > 0 else None
+            return g.sign * g.weight
+
+        q = idx.query(idx.terms, ("existing-score", pod.namespace, pod_keys(pod)[0], nsl_key),
+                      lambda g: g.kind != KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels), weight)
+        for key in q.keys:
+            agg = idx.aggregate(q, key)
+            if agg.n:
+                touched = True
+                add_into(score, key, agg.arr)
         if not touched:
             return Status.skip()
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(score))
