@@ -144,6 +144,10 @@ class Framework:
                 raise FrameworkError(str(e)) from e
             args = self.profile.plugin_config.get(name, {})
             p = cls(dict(args), self)
+            if p.name != name:
+                # Referenced as module:Class (or another registry alias): the configuration's name
+                # is the plugin's name everywhere (weights, statuses, events).
+                p.name = name  # type: ignore[misc]
             self.plugins[name] = p
         return p
 
