@@ -53,6 +53,7 @@ class Cache:
         self._side_lists_changed = True
         self._generation = 0
         self._zones: dict[str, list[str]] = {}
+        self._synced: Snapshot | None = None
 
     # ---------------------------------------------------------------- bookkeeping
 
@@ -306,17 +307,22 @@ class Cache:
 
     def update_snapshot(self, snap: Snapshot) -> None:
         """Bring a snapshot up to date, copying only what changed since it was last updated."""
-        if snap.table.cols is not self.table.cols:
-            snap.table = NodeTable(self.table.cols)
+        if snap is not self._synced or snap.table.cols is not self.table.cols:
+            # The change tracking belongs to the snapshot last updated; any other is rebuilt in full.
+            if snap.table.cols is not self.table.cols:
+                snap.table = NodeTable(self.table.cols)
             snap.infos = []
             snap.generations = []
             self._structure_changed = True
+            self._side_lists_changed = True
             self._dirty = set(range(len(self._row_info)))
+            self._synced = snap
         n = len(self._row_info)
         if len(snap.infos) < n:
             snap.infos.extend([None] * (n - len(snap.infos)))
             snap.generations.extend([0] * (n - len(snap.generations)))
         dirty = self._dirty
+        recloned_in_side_lists = False
         if dirty:
             rows = sorted(dirty)
             node_changed: list[int] = []
@@ -332,6 +338,8 @@ class Cache:
                     snap.generations[r] = ni.generation
                     if prev is None or prev.node is not ni.node:
                         node_changed.append(r)
+                    if prev is not None and (prev.pods_with_affinity or prev.pods_with_required_anti_affinity):
+                        recloned_in_side_lists = True
             snap.table.copy_rows_from(self.table, rows)
             snap._refresh_row_values(node_changed)
             self._dirty = set()
@@ -346,6 +354,9 @@ class Cache:
         if self._side_lists_changed:
             snap._rebuild_side_lists()
             self._side_lists_changed = False
+        elif recloned_in_side_lists:
+            # Upstream's lists keep pointers to NodeInfos updated in place; ours point to clones.
+            snap._refresh_side_lists()
         snap.generation = self._generation
 
     # ---------------------------------------------------------------- introspection

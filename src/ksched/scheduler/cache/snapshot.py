@@ -110,6 +110,13 @@ class Snapshot:
         self.row_of = {self.infos[r].name: r for r in rows}  # type: ignore[union-attr]
         self._all = None
 
+    def _refresh_side_lists(self) -> None:
+        """Point the side lists at the current NodeInfos of their rows (same membership)."""
+        infos = self.infos
+        self.have_pods_with_affinity = [infos[ni.row] or ni for ni in self.have_pods_with_affinity]
+        self.have_pods_with_required_anti_affinity = [
+            infos[ni.row] or ni for ni in self.have_pods_with_required_anti_affinity]
+
     def _rebuild_side_lists(self) -> None:
         infos = self.infos
         live = [infos[r] for r in self.order.tolist()]
