@@ -1250,3 +1250,25 @@ def test_many_cycles_with_incremental_sums_match_a_fresh_plugin() -> None:
         else:
             r.cache.add_pod(pod(target, "app=web"))
         r.refresh()
+
+
+def test_default_constraints_cached_per_plugin_instance() -> None:
+    p = incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1")
+    system = PodTopologySpread({"defaultingType": "System"}, None)
+    listed = PodTopologySpread({"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 7, "topologyKey": "rack", "whenUnsatisfiable": HARD}]}, None)
+    none = PodTopologySpread({"defaultingType": "List", "defaultConstraints": []}, None)
+    for _ in range(2):  # the second round reads the per-pod cache
+        assert [(c.max_skew, c.topology_key) for c in system.get_constraints(p, SOFT)] == [(3, HOST), (5, ZONE)]
+        assert system.get_constraints(p, HARD) == ()
+        assert [(c.max_skew, c.topology_key) for c in listed.get_constraints(p, HARD)] == [(7, "rack")]
+        assert listed.get_constraints(p, SOFT) == ()
+        assert none.get_constraints(p, SOFT) == () and none.get_constraints(p, HARD) == ()
+    # With listers the selector follows them (no per-pod caching): a Service appears.
+    factory = FakeFactory(Service=[])
+    r = runner([], default_constraints=[{"maxSkew": 1, "topologyKey": "node", "whenUnsatisfiable": HARD}],
+               informers=factory)
+    bare = incoming("app=web")
+    assert plugin(r).get_constraints(bare, HARD) == ()
+    factory.informers["Service"].objs.append(KubeObject(service({"app": "web"})))
+    assert [c.topology_key for c in plugin(r).get_constraints(bare, HARD)] == ["node"]

@@ -62,6 +62,7 @@ Divergences from upstream, knowingly:
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections import OrderedDict
@@ -130,6 +131,8 @@ _RC_KIND = ("v1", "ReplicationController")
 _RS_KIND = ("apps/v1", "ReplicaSet")
 _SS_KIND = ("apps/v1", "StatefulSet")
 _CONTROLLER_KINDS = (_RC_KIND, _RS_KIND, _SS_KIND)
+_LISTER_KINDS = ("Service", _RC_KIND[1], _RS_KIND[1], _SS_KIND[1])
+_INSTANCES = itertools.count()
 
 _MAX_INT32 = 2**31 - 1
 
@@ -251,6 +254,9 @@ class _Selector:
     def __repr__(self) -> str:
         own = f", owner={self.owner}" if self.owner else ""
         return f"_Selector({self.labels!r}{own})"
+
+
+_EMPTY_SELECTOR = _Selector(LabelSelector(()))
 
 
 class _Constraint:
@@ -746,6 +752,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(a.get("defaultConstraints") or ()))
         self.default_constraints: tuple[dict[str, Any], ...] = tuple(raw_defaults)
         self._rows = _RowCache()
+        self._token = ("podtopologyspread.defaults", next(_INSTANCES))
         self._missing_label = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skew = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
@@ -756,7 +763,17 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         """The pod's constraints for ``action`` or, when it has none at all, the default ones."""
         if pod.topology_spread_constraints:
             return _pod_constraints(pod, action)
-        return self._build_default_constraints(pod, action)
+        if not self.default_constraints:
+            return ()
+        if any(self._lister(k) is not None for k in _LISTER_KINDS):
+            return self._build_default_constraints(pod, action)
+        # Without listers the default selector depends on the pod alone: computed once per Pod.
+        cache = pod.cached()
+        key = (self._token, action)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = self._build_default_constraints(pod, action)
+        return got  # type: ignore[no-any-return]
 
     def _build_default_constraints(self, pod: Pod, action: str) -> tuple[_Constraint, ...]:
         picked = [c for c in self.default_constraints if (c.get("whenUnsatisfiable") or DO_NOT_SCHEDULE) == action]
@@ -791,8 +808,11 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
 
     def default_selector(self, pod: Pod) -> _Selector:
         """Upstream's helper.DefaultSelector (see the module docstring for the fallback)."""
-        label_set: dict[str, str] = {}
+        ref = pod.controller_ref()
         services = self._lister("Service")
+        if services is None and (ref is None or (ref.api_version, ref.kind) not in _CONTROLLER_KINDS):
+            return _EMPTY_SELECTOR
+        label_set: dict[str, str] = {}
         if services is not None:
             for svc in services.list():
                 if svc.namespace != pod.namespace:
@@ -804,7 +824,6 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
                     label_set.update({k: str(v) for k, v in sel.items()})
         reqs: list[Requirement] = [Requirement(k, "In", (v,)) for k, v in label_set.items()]
         owner: tuple[str, str] | None = None
-        ref = pod.controller_ref()
         if ref is not None and (ref.api_version, ref.kind) in _CONTROLLER_KINDS:
             lister = self._lister(ref.kind)
             if lister is None:
