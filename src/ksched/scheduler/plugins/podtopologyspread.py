@@ -1,5 +1,7 @@
 """PodTopologySpread: spread matching pods evenly over topology domains (upstream's
-``pkg/scheduler/framework/plugins/podtopologyspread``, 1.35/1.36 behaviour).
+``pkg/scheduler/framework/plugins/podtopologyspread``, 1.35/1.36 behaviour: plugin.go and
+common.go of the ``k8s.io/kube-scheduler/framework`` era with SignPlugin and queueing hints,
+scoring.go with per-node hostname counting, filtering.go; feature gates at their 1.36 values).
 
 Extension points, as upstream:
 
@@ -57,6 +59,11 @@ Divergences from upstream, knowingly:
 - **Tolerations** use ``ksched.api.taints`` matching, which always understands the ``Gt``/``Lt``
   operators (upstream gates them behind TaintTolerationComparisonOperators).
 - **Domain ids** are interned for the life of the process (a key's distinct values only grow).
+- Score sums each constraint's term in constraint order in float64 as upstream does; Go may
+  fuse a multiply-add on some CPUs (arm64), NumPy does not, so a raw score sitting exactly on a
+  rounding boundary could differ by one there.
+- ``_RowCache`` reads the snapshot's per-row generations from a Python list once per snapshot
+  change (O(nodes)); with a NumPy copy kept by the snapshot this would be O(changed rows).
 - Upstream's SignPlugin (opportunistic batching) has no counterpart in ksched.
 """
 
