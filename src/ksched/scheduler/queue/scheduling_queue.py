@@ -207,10 +207,16 @@ class PriorityQueue:
         return qpi
 
     def activate(self, pods: Iterable[Pod]) -> None:
-        """Move pods to activeQ at once (the podsToActivate mechanism)."""
+        """Move pods to activeQ at once (the podsToActivate mechanism). A pod in flight gets a
+        ForceActivate event meant for it alone, so it is requeued if its attempt fails."""
         for pod in pods:
             qpi = self.pods.get(self._uid(pod))
-            if qpi is None or qpi.where not in (BACKOFF, UNSCHEDULABLE):
+            if qpi is None:
+                continue
+            if qpi.where == INFLIGHT:
+                self._in_flight_events.append((FORCE_ACTIVATE, None, qpi.pod))
+                continue
+            if qpi.where not in (BACKOFF, UNSCHEDULABLE):
                 continue
             self._move_to_active_or_backoff(qpi, QUEUE_IMMEDIATELY, FORCE_ACTIVATE)
 
@@ -227,7 +233,13 @@ class PriorityQueue:
         if new.nominated_node_name or self.nominator.nominated_node(prev):
             self.nominator.update(prev, qpi.pod_info)
         where = qpi.where
-        if where in (ACTIVE, BACKOFF, INFLIGHT):
+        if where == INFLIGHT:
+            # Remembered for the pod's return (upstream's addEventsIfPodInFlight): the update may
+            # resolve what rejects it in this attempt.
+            for ev in pod_update_events(prev, new):
+                self._in_flight_events.append((ev, prev, new))
+            return
+        if where in (ACTIVE, BACKOFF):
             return  # heaps hold the qpi by reference; order keys depend on priority/timestamp only
         if where != UNSCHEDULABLE:
             return
@@ -378,6 +390,12 @@ class PriorityQueue:
     # ---------------------------------------------------------------- events
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: int, event: ClusterEvent | None) -> None:
+        """To activeQ or backoffQ; PreEnqueue runs first (as upstream's moveToActiveQ and, with
+        PopFromBackoffQ, moveToBackoffQ) and a gated pod goes to unschedulable pods instead."""
+        if self.pre_enqueue is not None and not self._run_pre_enqueue(qpi):
+            qpi.where = UNSCHEDULABLE
+            self.unschedulable[self._uid(qpi.pod)] = qpi
+            return
         if strategy == QUEUE_IMMEDIATELY or not self.is_backing_off(qpi):
             self._push_active(qpi)
         else:
@@ -391,10 +409,6 @@ class PriorityQueue:
             pass  # the stale backoff entry is skipped when popped
         else:
             return
-        if qpi.gated and not self._run_pre_enqueue(qpi):
-            qpi.where = UNSCHEDULABLE
-            self.unschedulable[uid] = qpi
-            return
         self._requeue(qpi, strategy, event)
 
     def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> int:
@@ -404,6 +418,9 @@ class PriorityQueue:
         if not rejectors:
             return QUEUE_AFTER_BACKOFF
         if event.is_wildcard():
+            # A wildcard event carrying a pod (ForceActivate of an in-flight pod) is for that pod only.
+            if isinstance(new, Pod) and self._uid(new) != self._uid(qpi.pod):
+                return QUEUE_SKIP
             return QUEUE_AFTER_BACKOFF
         hint_map = self.hints.get(self.profile_of(qpi.pod))
         if not hint_map:
@@ -497,6 +514,11 @@ class PriorityQueue:
                         self.backoff_duration(qpi) > 0:
                     break
                 heapq.heappop(heap)
+                if not self.pop_from_backoff and self.pre_enqueue is not None and not self._run_pre_enqueue(qpi):
+                    # Without PopFromBackoffQ, PreEnqueue runs on the way to activeQ.
+                    qpi.where = UNSCHEDULABLE
+                    self.unschedulable[self._uid(qpi.pod)] = qpi
+                    continue
                 self._push_active(qpi)
                 moved += 1
         return moved
