@@ -347,3 +347,45 @@ def test_index_is_rebuilt_for_another_snapshot() -> None:
     idx2 = p.index(r2.snapshot.infos)
     assert idx2 is not idx1
     assert sum(g.total for g in idx2.sigs.items.values()) == 5
+
+
+def test_cycle_work_is_proportional_to_changes(monkeypatch: Any) -> None:
+    """After the first cycle, a cycle only re-reads the rows that changed and evaluates only the
+    groups created since, however many pods and groups the cluster holds."""
+    nodes = [make_node(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(300)]
+    # Unique labels per pod (as StatefulSet pods have): one signature group per pod.
+    pods = [make_pod(f"s{i}", labels={"app": "db", "pod-name": f"s{i}"}, node_name=f"n{i}") for i in range(300)]
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]}}
+    r = PluginRunner(["InterPodAffinity"], nodes, pods)
+    p = r.fw.plugins["InterPodAffinity"]
+    assert isinstance(p, InterPodAffinity)
+    incoming = make_pod("inc", labels={"app": "web"}, affinity=anti)
+    state = CycleState()
+    assert p.pre_filter(state, incoming, r.snapshot.all_nodes())[1] is None
+    assert _pairs(state.read(PRE_FILTER_STATE_KEY).anti) == {("zone", "z0"): 100, ("zone", "z1"): 100,
+                                                            ("zone", "z2"): 100}
+    applied: list[int] = []
+    evaluated: list[Any] = []
+    orig_apply = _index.Index._apply
+
+    def counting_apply(self: Any, row: int, old: Any, new: Any) -> None:
+        applied.append(row)
+        orig_apply(self, row, old, new)
+
+    monkeypatch.setattr(_index.Index, "_apply", counting_apply)
+    q = p._index._queries  # type: ignore[union-attr]
+    for query in q.values():
+        pred = query.pred
+
+        def counting(g: Any, _pred: Any = pred) -> bool:
+            evaluated.append(g)
+            return bool(_pred(g))
+        query.pred = counting
+    r.cache.add_pod(make_pod("new", labels={"app": "db", "pod-name": "new"}, node_name="n4"))
+    r.refresh()
+    state = CycleState()
+    assert p.pre_filter(state, incoming, r.snapshot.all_nodes())[1] is None
+    assert applied == [r.snapshot.row_of["n4"]]
+    assert len(evaluated) == 1  # only the new pod's signature group
+    assert _pairs(state.read(PRE_FILTER_STATE_KEY).anti)[("zone", "z1")] == 101
