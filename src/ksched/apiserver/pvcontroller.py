@@ -282,33 +282,99 @@ class PVController:
     """Binds and provisions volumes in the embedded store. ``sync`` is called by the store, under
     its lock, after a write to a PersistentVolume, PersistentVolumeClaim or StorageClass; the
     controller's own writes come back through ``sync`` and are queued, so one call runs until
-    every affected claim and volume is settled."""
+    every affected claim and volume is settled.
 
-    MAX_STEPS = 100_000
+    Indices (volumes available per class, volumes reserved per claim, unbound claims per class)
+    keep each sync proportional to what it touches, not to the number of objects."""
+
+    MAX_STEPS = 1_000_000
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._queue: deque[tuple[str, str]] = deque()
         self._queued: set[tuple[str, str]] = set()
         self._running = False
-        self._stale_claims: dict[str, PersistentVolumeClaim] = {}
+        self._deleted_claims: dict[str, PersistentVolumeClaim] = {}
+        self._buckets: tuple[int, int] = (0, 0)
+        # volume name -> (class if available else None, reserved-for claim key or "")
+        self._pv_meta: dict[str, tuple[str | None, str]] = {}
+        self._available: dict[str, dict[str, None]] = {}
+        self._by_claim: dict[str, dict[str, None]] = {}
+        # claim key -> class, for claims without spec.volumeName
+        self._claim_meta: dict[str, str] = {}
+        self._unbound: dict[str, dict[str, None]] = {}
+
+    # ---- indices --------------------------------------------------------------------------
+
+    def _ensure_indices(self) -> None:
+        """(Re)build the indices when the store's buckets were replaced (a restore)."""
+        objs = self.store._objects
+        ids = (id(objs["PersistentVolume"]), id(objs["PersistentVolumeClaim"]))
+        if ids == self._buckets:
+            return
+        self._buckets = ids
+        self._pv_meta.clear()
+        self._available.clear()
+        self._by_claim.clear()
+        self._claim_meta.clear()
+        self._unbound.clear()
+        for name in list(objs["PersistentVolume"]):
+            self._index_volume(name)
+        for key in list(objs["PersistentVolumeClaim"]):
+            self._index_claim(key)
+
+    def _index_volume(self, name: str) -> None:
+        old = self._pv_meta.pop(name, None)
+        if old is not None:
+            cls_name, claim = old
+            if cls_name is not None:
+                _discard(self._available, cls_name, name)
+            if claim:
+                _discard(self._by_claim, claim, name)
+        pv = self._volume(name)
+        if pv is None:
+            return
+        cr = pv.claim_ref
+        claim = f"{cr.get('namespace', '')}/{cr.get('name', '')}" if cr else ""
+        cls_name = None if cr else volume_class(pv)
+        self._pv_meta[name] = (cls_name, claim)
+        if cls_name is not None:
+            self._available.setdefault(cls_name, {})[name] = None
+        if claim:
+            self._by_claim.setdefault(claim, {})[name] = None
+
+    def _index_claim(self, key: str) -> None:
+        old = self._claim_meta.pop(key, None)
+        if old is not None:
+            _discard(self._unbound, old, key)
+        pvc = self._claim(key)
+        if pvc is None or pvc.volume_name:
+            return
+        cls_name = claim_class(pvc)
+        self._claim_meta[key] = cls_name
+        self._unbound.setdefault(cls_name, {})[key] = None
 
     # ---- entry point --------------------------------------------------------------------
 
     def sync(self, kind: str, obj: KubeObject) -> None:
+        self._ensure_indices()
         if kind == "PersistentVolumeClaim":
-            if self.store.try_get(PersistentVolumeClaim, obj.namespace, obj.name) is None:
-                self._stale_claims[obj.key] = obj  # type: ignore[assignment]
-            self._enqueue("claim", obj.key)
+            key = obj.key
+            self._index_claim(key)
+            if self._claim(key) is None and isinstance(obj, PersistentVolumeClaim):
+                self._deleted_claims[key] = obj
+            self._enqueue("claim", key)
         elif kind == "PersistentVolume":
-            self._enqueue("volume", obj.name)
-            if self.store.try_get(PersistentVolume, "", obj.name) is None:
+            name = obj.name
+            self._index_volume(name)
+            self._enqueue("volume", name)
+            if self._volume(name) is None and isinstance(obj, PersistentVolume) and obj.claim_ref:
                 # A deleted volume: its claim may now be lost.
-                cr = obj.claim_ref if isinstance(obj, PersistentVolume) else None
-                if cr:
-                    self._enqueue("claim", f"{cr.get('namespace', '')}/{cr.get('name', '')}")
+                cr = obj.claim_ref
+                self._enqueue("claim", f"{cr.get('namespace', '')}/{cr.get('name', '')}")
         elif kind == "StorageClass":
-            for pvc in self._claims():
+            # A new default class, or a class whose claims can now be provisioned.
+            for pvc in list(self._claims()):
                 if not pvc.volume_name:
                     self._enqueue("claim", pvc.key)
         else:
@@ -336,7 +402,7 @@ class PVController:
                     log.debug("PV controller: syncing %s %s: %s", what, key, e)
         finally:
             self._running = False
-            self._stale_claims.clear()
+            self._deleted_claims.clear()
 
     def _enqueue(self, what: str, key: str) -> None:
         item = (what, key)
@@ -346,11 +412,8 @@ class PVController:
 
     # ---- store access -------------------------------------------------------------------
 
-    def _claims(self) -> list[PersistentVolumeClaim]:
-        return list(self.store._objects["PersistentVolumeClaim"].values())  # type: ignore[arg-type]
-
-    def _volumes(self) -> list[PersistentVolume]:
-        return list(self.store._objects["PersistentVolume"].values())  # type: ignore[arg-type]
+    def _claims(self) -> Iterable[PersistentVolumeClaim]:
+        return self.store._objects["PersistentVolumeClaim"].values()  # type: ignore[return-value]
 
     def _class(self, name: str) -> StorageClass | None:
         return self.store._objects["StorageClass"].get(name)  # type: ignore[return-value]
@@ -360,6 +423,10 @@ class PVController:
 
     def _volume(self, name: str) -> PersistentVolume | None:
         return self.store._objects["PersistentVolume"].get(name)  # type: ignore[return-value]
+
+    def _volumes_named(self, names: Iterable[str]) -> list[PersistentVolume]:
+        bucket = self.store._objects["PersistentVolume"]
+        return [pv for n in names if isinstance(pv := bucket.get(n), PersistentVolume)]
 
     def _write(self, raw: dict[str, Any], subresource: str = "") -> KubeObject:
         return self.store._update_unlocked(raw, subresource)
@@ -416,10 +483,17 @@ class PVController:
         self._set_status(pvc, phase=CLAIM_PENDING)
 
     def _find_for_claim(self, pvc: PersistentVolumeClaim, delay: bool) -> PersistentVolume | None:
-        """As upstream's volume index: among volumes whose access modes include the claim's, those
-        with the fewest modes are tried first."""
+        """The best volume for the claim (upstream's findBestMatchForClaim). Candidates are the
+        volumes reserved for it and, unless its class binds on first consumer, the available ones
+        of its class; as upstream's volume index, volumes with the fewest access modes that
+        include the claim's are tried first."""
+        names = dict(self._by_claim.get(pvc.key, {}))
+        if not delay:
+            names.update(self._available.get(claim_class(pvc), {}))
+        if not names:
+            return None
         groups: dict[frozenset[str], list[PersistentVolume]] = {}
-        for pv in self._volumes():
+        for pv in self._volumes_named(names):
             if check_access_modes(pvc, pv):
                 groups.setdefault(frozenset(pv.access_modes), []).append(pv)
         for modes in sorted(groups, key=len):
@@ -436,6 +510,7 @@ class PVController:
                     if isinstance(sc, StorageClass) and _is_default_class(sc)]
         if not defaults:
             return False
+        # The newest default class wins (then the first name), as upstream's GetDefaultClass.
         defaults.sort(key=lambda sc: (-(sc.creation_timestamp or 0.0), sc.name))
         raw = copy.deepcopy(pvc.raw)
         raw.setdefault("spec", {})["storageClassName"] = defaults[0].name
@@ -443,13 +518,13 @@ class PVController:
         return True
 
     def _claim_deleted(self, key: str) -> None:
-        gone = self._stale_claims.get(key)
-        ns, _, name = key.partition("/")
-        for pv in self._volumes():
-            cr = pv.claim_ref
-            if not cr or cr.get("namespace", "") != ns or cr.get("name", "") != name:
-                continue
-            if gone is not None and cr.get("uid") and cr.get("uid") != gone.uid:
+        """Volumes bound to a deleted claim get released (or deleted)."""
+        gone = self._deleted_claims.get(key)
+        if gone is None:
+            return  # never existed (a volume reserved for a claim not created yet)
+        for pv in self._volumes_named(list(self._by_claim.get(key, {}))):
+            uid = (pv.claim_ref or {}).get("uid")
+            if uid and uid != gone.uid:
                 continue
             self._enqueue("volume", pv.name)
 
@@ -543,11 +618,7 @@ class PVController:
         cr = pv.claim_ref
         if not cr:
             self._set_status(pv, phase=PHASE_AVAILABLE)
-            # Upstream's periodic claim resync would find it for a pending claim: do that now.
-            cls_name = volume_class(pv)
-            for pvc in self._claims():
-                if not pvc.volume_name and claim_class(pvc) == cls_name:
-                    self._enqueue("claim", pvc.key)
+            self._offer(pv)
             return
         claim_key = f"{cr.get('namespace', '')}/{cr.get('name', '')}"
         if not cr.get("uid"):
@@ -579,3 +650,30 @@ class PVController:
             raw["spec"]["claimRef"] = {k: v for k, v in cr.items() if k != "uid"}
         pv = self._write(raw)  # type: ignore[assignment]
         self._set_status(pv, phase=PHASE_AVAILABLE)
+
+    def _offer(self, pv: PersistentVolume) -> None:
+        """An available volume: the pending claims of its class it would do for get synced, in
+        the order they came, until the volume is taken (what upstream's periodic claim resync
+        achieves)."""
+        cls_name = volume_class(pv)
+        sc = self._class(cls_name) if cls_name else None
+        if sc is not None and sc.volume_binding_mode == BINDING_WAIT_FOR_FIRST_CONSUMER:
+            return  # only the scheduler binds those
+        for key in list(self._unbound.get(cls_name, {})):
+            pvc = self._claim(key)
+            if pvc is None or pvc.volume_name or pvc.deletion_timestamp is not None:
+                continue
+            if not check_access_modes(pvc, pv) or find_matching_volume(pvc, (pv,), None, None, False) is None:
+                continue
+            self._sync_claim(key)
+            cur = self._volume(pv.name)
+            if cur is None or cur.claim_ref:
+                return
+
+
+def _discard(index: dict[str, dict[str, None]], key: str, member: str) -> None:
+    s = index.get(key)
+    if s is not None:
+        s.pop(member, None)
+        if not s:
+            del index[key]
