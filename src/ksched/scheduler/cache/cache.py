@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import numpy as np
+
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.scheduler.cache.node_table import NodeTable
@@ -313,6 +315,7 @@ class Cache:
                 snap.table = NodeTable(self.table.cols)
             snap.infos = []
             snap.generations = []
+            snap.gen_array = np.zeros(0, dtype=np.int64)
             self._structure_changed = True
             self._side_lists_changed = True
             self._dirty = set(range(len(self._row_info)))
@@ -321,6 +324,11 @@ class Cache:
         if len(snap.infos) < n:
             snap.infos.extend([None] * (n - len(snap.infos)))
             snap.generations.extend([0] * (n - len(snap.generations)))
+        if len(snap.gen_array) != len(snap.generations):
+            grown = np.zeros(len(snap.generations), dtype=np.int64)
+            k = min(len(snap.gen_array), len(grown))
+            grown[:k] = snap.gen_array[:k]
+            snap.gen_array = grown
         dirty = self._dirty
         recloned_in_side_lists = False
         if dirty:
@@ -341,6 +349,8 @@ class Cache:
                     if prev is not None and (prev.pods_with_affinity or prev.pods_with_required_anti_affinity):
                         recloned_in_side_lists = True
             snap.table.copy_rows_from(self.table, rows)
+            # A freed row counts as changed too: it gets the current generation.
+            snap.gen_array[rows] = [snap.generations[r] or self._generation for r in rows]
             snap._refresh_row_values(node_changed)
             self._dirty = set()
         elif snap.table.alloc.shape[1] < len(self.table.cols):

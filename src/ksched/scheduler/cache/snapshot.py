@@ -36,6 +36,9 @@ class Snapshot:
         self.table = NodeTable(cols)
         self.infos: list[NodeInfo | None] = []
         self.generations: list[int] = []
+        # The same per row as a NumPy array (a freed row holds the generation it was freed at):
+        # plugins that keep state across cycles find what changed with changed_rows_since().
+        self.gen_array = np.zeros(0, dtype=np.int64)
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
         self.have_pods_with_affinity: list[NodeInfo] = []
@@ -69,6 +72,11 @@ class Snapshot:
 
     def node_list(self, rows: np.ndarray) -> NodeList:
         return NodeList(self.infos, rows)  # type: ignore[arg-type]
+
+    def changed_rows_since(self, generation: int) -> np.ndarray:
+        """Rows whose NodeInfo changed (or was freed) after cache generation ``generation``;
+        compare with ``self.generation`` (the cache generation this snapshot reflects)."""
+        return np.flatnonzero(self.gen_array > generation)
 
     def is_pvc_used_by_pods(self, key: str) -> bool:
         return key in self.used_pvcs
