@@ -56,14 +56,11 @@ Divergences from upstream, knowingly:
 - **The global minimum under add/remove** is exact (recomputed from the per-domain counts).
   Upstream tracks two "critical paths"; both agree whenever the updates touch one node, which
   is how preemption and nominated-pod filtering use them.
-- **Tolerations** use ``ksched.api.taints`` matching, which always understands the ``Gt``/``Lt``
-  operators (upstream gates them behind TaintTolerationComparisonOperators).
+- **Tolerations** use ``ksched.api.taints`` matching (``Gt``/``Lt`` follow upstream's gate, off).
 - **Domain ids** are interned for the life of the process (a key's distinct values only grow).
 - Score sums each constraint's term in constraint order in float64 as upstream does; Go may
   fuse a multiply-add on some CPUs (arm64), NumPy does not, so a raw score sitting exactly on a
   rounding boundary could differ by one there.
-- ``_RowCache`` reads the snapshot's per-row generations from a Python list once per snapshot
-  change (O(nodes)); with a NumPy copy kept by the snapshot this would be O(changed rows).
 - Upstream's SignPlugin (opportunistic batching) has no counterpart in ksched.
 """
 
@@ -553,10 +550,9 @@ class _RowCache:
             self._counts.clear()
             self._sums.clear()
             self._gens_at = (-1, -1)
-        stamp = (snapshot.generation, len(snapshot.generations))
+        stamp = (snapshot.generation, len(snapshot.gen_array))
         if stamp != self._gens_at:
-            # O(rows) per snapshot change: the snapshot keeps generations in a Python list.
-            self._gens = np.fromiter(snapshot.generations, dtype=np.int64, count=len(snapshot.generations))
+            self._gens = snapshot.gen_array
             self._gens_at = stamp
             self._version += 1
         return self._gens
