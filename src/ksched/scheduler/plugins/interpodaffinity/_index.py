@@ -324,8 +324,12 @@ def _changed_rows(a: list[Any], b: list[Any]) -> list[int]:
 class Index:
     """The groups of one snapshot's NodeInfo list (``Snapshot.infos``), kept in sync by ``sync``."""
 
-    def __init__(self, infos: list[NodeInfo | None]) -> None:
+    def __init__(self, infos: list[NodeInfo | None], snapshot: Any = None) -> None:
         self.src = infos
+        # The snapshot owning ``infos``, if known: its per-row generations (``gen_array``) then
+        # point at the changed rows directly.
+        self.snapshot = snapshot
+        self.seen_generation = 0
         self.seen: list[NodeInfo | None] = []
         self.sigs = Registry()
         self.terms = Registry()
@@ -338,7 +342,22 @@ class Index:
         seen = self.seen
         if len(cur) == len(seen) and cur == seen:
             return
-        rows = _changed_rows(seen, cur)
+        snap = self.snapshot
+        gen_array = getattr(snap, "gen_array", None)
+        if gen_array is not None and len(seen) == len(cur) == len(gen_array) and snap.infos is cur:
+            # Rows changed at the generation seen last were handled then (their NodeInfo is
+            # unchanged since); ">=" also catches a row freed without a new generation.
+            self._update(np.flatnonzero(gen_array >= self.seen_generation).tolist())
+            if cur == seen:
+                self.seen_generation = snap.generation
+                return
+        self._update(_changed_rows(seen, cur))
+        if snap is not None:
+            self.seen_generation = snap.generation
+
+    def _update(self, rows: list[int]) -> None:
+        cur = self.src
+        seen = self.seen
         for r in rows:
             old = seen[r] if r < len(seen) else None
             new = cur[r] if r < len(cur) else None

@@ -278,7 +278,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         """The pod index over ``infos`` (a snapshot's row list), brought up to date."""
         idx = self._index
         if idx is None or idx.src is not infos:
-            idx = self._index = Index(infos)
+            idx = self._index = Index(infos, self._snapshot_of(infos))
         idx.sync()
         return idx
 
