@@ -35,7 +35,7 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEvent
 from ksched.scheduler.framework.interface import PostFilterResult, QueueSortPlugin
 from ksched.scheduler.framework.runtime import Framework
-from ksched.scheduler.framework.status import Code, FitError, Status
+from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, fit_error_message
 from ksched.scheduler.framework.types import PodInfo, QueuedPodInfo
 from ksched.scheduler.metrics import SchedulerMetrics
 from ksched.scheduler.plugins.registry import Registry
@@ -62,6 +62,7 @@ class BindingTask:
     start: float
     status: Status | None = None
     done: bool = False
+    permit_passed: bool = False  # past WaitOnPermit: the pod is no longer in flight (upstream's Done)
 
 
 def pod_with_node(pod: Pod, node_name: str) -> Pod:
@@ -201,12 +202,15 @@ class Scheduler:
             msg = str(e)
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
-            if isinstance(e, NoNodesAvailable):
-                # Upstream treats "no nodes" as a FitError with zero nodes.
-                qpi.unschedulable_plugins = set()
             if explain is not None:
                 explain.message = msg
                 self.explanations[pod.key] = explain
+            if isinstance(e, NoNodesAvailable):
+                # Upstream: UnschedulableAndUnresolvable (reason Unschedulable), no rejector plugin.
+                self._record_attempt(fw, "unschedulable", start)
+                self._handle_failure(fw, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg),
+                                     REASON_UNSCHEDULABLE, None)
+                return True
             self._record_attempt(fw, "error", start)
             self._handle_failure(fw, qpi, Status.as_error(msg), REASON_SCHEDULER_ERROR, None)
             return True
@@ -225,13 +229,13 @@ class Scheduler:
         if st is not None:
             fw.run_unreserve(state, assumed, host)
             self._forget(assumed)
-            self._fail_after_assume(fw, qpi, st, start)
+            self._fail_after_assume(fw, qpi, st, start, host)
             return True
         st = fw.run_permit(state, assumed, host)
         if st is not None and st.code != Code.WAIT:
             fw.run_unreserve(state, assumed, host)
             self._forget(assumed)
-            self._fail_after_assume(fw, qpi, st, start)
+            self._fail_after_assume(fw, qpi, st, start, host)
             return True
         self._record_attempt(fw, "scheduled", start)
         task = BindingTask(fw, state, qpi, assumed, host, start)
@@ -255,11 +259,16 @@ class Scheduler:
         except CacheError as e:
             log.error("scheduler cache forget_pod failed: %s", e)
 
-    def _fail_after_assume(self, fw: Framework, qpi: QueuedPodInfo, st: Status, start: float) -> None:
+    def _fail_after_assume(self, fw: Framework, qpi: QueuedPodInfo, st: Status, start: float,
+                           host: str = "") -> None:
         if st.is_rejected():
             qpi.unschedulable_plugins = {st.plugin} if st.plugin and st.code != Code.PENDING else set()
             qpi.pending_plugins = {st.plugin} if st.plugin and st.code == Code.PENDING else set()
             self._record_attempt(fw, "unschedulable", start)
+            # Upstream wraps a Reserve/Permit rejection in a FitError over the one chosen node.
+            d = Diagnosis()
+            d.node_to_status[host] = st
+            st = Status(st.code, fit_error_message(1, d), plugin=st.plugin)
             self._handle_failure(fw, qpi, st, REASON_UNSCHEDULABLE, None)
         else:
             qpi.unschedulable_plugins = set()
@@ -288,6 +297,7 @@ class Scheduler:
         st = fw.wait_on_permit_result(pod)
         if st is not None:
             return st
+        task.permit_passed = True
         pf = fw.run_pre_bind_pre_flights(state, pod, host)
         if pf is not None and pf.code not in (Code.SUCCESS, Code.SKIP):
             return pf
@@ -348,7 +358,10 @@ class Scheduler:
 
     def _complete_binding(self, task: BindingTask) -> None:
         pod = task.assumed
-        self.queue.done(pod)
+        if task.status is None or task.permit_passed:
+            # Upstream calls Done once WaitOnPermit passes; a pod rejected while waiting is still
+            # in flight, so the events seen meanwhile decide where it goes back to.
+            self.queue.done(pod)
         if task.status is None:
             self.cache.finish_binding(pod)
             self.scheduled += 1
@@ -371,8 +384,14 @@ class Scheduler:
             return
         if isinstance(err, ApiError):
             self.metrics.binding_errors.inc()
+        if st.is_rejected():
+            # Deferred and without the pod itself, as upstream (its own hints would requeue it).
+            self._fail_after_assume(task.fw, qpi, st, task.start, task.host)
+            others = [q for q in self.queue.unschedulable.values() if q is not qpi]
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None, others)
+            return
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
-        self._fail_after_assume(task.fw, qpi, st, task.start)
+        self._fail_after_assume(task.fw, qpi, st, task.start, task.host)
 
     # ---------------------------------------------------------------- failures
 
