@@ -7,6 +7,7 @@ every rejection below is this plugin's doing.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ksched.api.pod import Pod
@@ -207,3 +208,19 @@ def test_preferred_affinity_and_hard_pod_affinity_weight_steer_placement() -> No
         c2.create(f"api{i}", {"app": "api"})
     c2.run()
     assert all(c2.node_of(f"api{i}")[:2] == target for i in range(4))
+
+
+def test_pending_pod_relabelled_out_of_an_anti_affinity_is_requeued() -> None:
+    """The target pod's own label update requeues it (existing pods' anti-affinity may stop
+    matching it); a node without the topology label is not covered by a zone anti-affinity."""
+    c = Cluster({"a": {ZONE: "z1"}, "b": {}})
+    c.bound("guard-a", "a", {"app": "guard"}, required("podAntiAffinity", {"app": "noisy"}, ZONE))
+    c.bound("guard-b", "b", {"app": "guard"}, required("podAntiAffinity", {"app": "noisy"}, HOST))
+    c.create("pending", {"app": "noisy"})
+    c.run()
+    assert c.node_of("pending") == ""
+    raw = copy.deepcopy(c.get("pending").raw)
+    raw["metadata"]["labels"] = {"app": "quiet"}
+    c.store.update(raw)
+    c.run()
+    assert c.node_of("pending") in ("a", "b")
