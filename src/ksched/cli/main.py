@@ -51,6 +51,9 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--init-pods", type=int, help="override the number of init pods")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--schedulers", type=int, default=0, metavar="N",
+                   help="over HTTP: serve the embedded API server and run the dispatcher and N scheduler "
+                        "instances as separate processes against it; reports conflicts and retries too")
 
 
 def _add_serve(sub: Any) -> None:
@@ -74,6 +77,16 @@ def _add_serve(sub: Any) -> None:
     p.add_argument("--no-conflict-resolver", action="store_true",
                    help="let bindings over-commit nodes (to compare with the resolver on)")
     p.add_argument("--bookmark-interval", type=float, default=60.0, help=argparse.SUPPRESS)
+    p.add_argument("--schedulers", type=int, default=0, metavar="N",
+                   help="run the dispatcher and N scheduler instances as separate processes (instead of one "
+                        "scheduler in this process)")
+    p.add_argument("--policy", metavar="FILE", help="with --schedulers: the dispatcher's DispatchPolicy")
+    p.add_argument("--partition-label", metavar="LABEL",
+                   help="with --schedulers: each instance owns the nodes with one value of this node label")
+    p.add_argument("--partitions", metavar="V1,V2,...",
+                   help="with --partition-label: the label value of each instance's partition, one per instance")
+    p.add_argument("--instance-lease-duration", type=float, default=15.0, metavar="SECONDS",
+                   help="with --schedulers: how long an instance that stopped renewing its Lease keeps its pods")
 
 
 def _add_run(sub: Any) -> None:
@@ -91,6 +104,63 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--lease-namespace", default="kube-system", help="leader-election Lease namespace")
     p.add_argument("--id", help="identity for leader election (default: hostname_pid)")
     p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    p.add_argument("--instance", metavar="NAME", help="with --dispatch: this instance's name")
+    p.add_argument("--dispatch", action="store_true",
+                   help="run as one of several instances: register with the Lease ksched-instance-NAME (in "
+                        "--lease-namespace) and schedule only the pods the dispatcher gives this instance "
+                        "(annotation ksched.io/instance=NAME)")
+    p.add_argument("--instance-label", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --dispatch: a label of this instance, for the dispatcher's policy (repeatable)")
+    p.add_argument("--partition-label", metavar="LABEL",
+                   help="with --dispatch: own only the nodes whose LABEL equals --partition")
+    p.add_argument("--partition", metavar="VALUE", help="with --partition-label: this instance's partition")
+    p.add_argument("--instance-lease-duration", type=float, default=15.0, metavar="SECONDS",
+                   help="with --dispatch: the instance Lease's duration (renewed every third of it)")
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+
+
+def _add_dispatch(sub: Any) -> None:
+    p = sub.add_parser(
+        "dispatch", help="spread pending pods over the live scheduler instances (ksched run --dispatch)",
+        description="Watch pods and scheduler-instance Leases; give each pending pod of the managed "
+                    "schedulerNames to one live instance (annotation ksched.io/instance): the least loaded one "
+                    "allowed by the policy, the same one for pods of one group (label ksched.io/group). Pods "
+                    "of an instance whose Lease expires are dispatched again.")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, or "
+                                                       "in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--scheduler-name", action="append", default=[], metavar="NAME",
+                   help="a schedulerName whose pods are dispatched (repeatable; default: default-scheduler)")
+    p.add_argument("--policy", metavar="FILE", help="DispatchPolicy (YAML): which instances may take which pods")
+    p.add_argument("--lease-namespace", default="kube-system", help="namespace of the instance Leases")
+    p.add_argument("--leader-elect", action="store_true",
+                   help="only dispatch while holding the Lease --lease-name (several dispatchers, one active)")
+    p.add_argument("--lease-name", default="ksched-dispatcher", help="leader-election Lease name")
+    p.add_argument("--id", help="identity for leader election (default: hostname_pid)")
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+
+
+def _add_webhook(sub: Any) -> None:
+    p = sub.add_parser(
+        "webhook", help="serve the binding conflict resolver as a ValidatingAdmissionWebhook (real clusters)",
+        description="Serve a ValidatingAdmissionWebhook (HTTPS, AdmissionReview v1) for pods/binding CREATE that "
+                    "denies (409 Conflict) any binding that would over-commit its node, judged from its own "
+                    "informer view plus the bindings it admitted and has not yet observed. See "
+                    "docs/multi-scheduler.md for the ValidatingWebhookConfiguration.")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, or "
+                                                       "in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--listen", default="127.0.0.1:8443", metavar="HOST:PORT",
+                   help="address to serve HTTPS on (default 127.0.0.1:8443)")
+    p.add_argument("--tls-cert", metavar="FILE", help="serving certificate (PEM)")
+    p.add_argument("--tls-key", metavar="FILE", help="serving key (PEM)")
+    p.add_argument("--cert-dir", default="webhook-pki", metavar="DIR",
+                   help="without --tls-cert: write a self-signed certificate here (its tls.crt is the caBundle)")
+    p.add_argument("--cert-host", action="append", default=[], metavar="NAME",
+                   help="a DNS name or IP for the self-signed certificate (repeatable), e.g. "
+                        "ksched-webhook.kube-system.svc")
+    p.add_argument("--admitted-ttl", type=float, default=30.0, metavar="SECONDS",
+                   help="forget an admitted binding never observed after this long")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     _add_serve(sub)
     _add_run(sub)
+    _add_dispatch(sub)
+    _add_webhook(sub)
     return parser
 
 
@@ -198,6 +270,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown workload(s): {', '.join(unknown)} (see ksched bench --list)", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    if args.schedulers < 0:
+        print("error: --schedulers must be at least 1", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.schedulers:
+        from ksched.sim.bench import run_workload_http
+
+        for name in names:
+            out = run_workload_http(WORKLOADS[name](), args.schedulers, args.size, args.seed, args.nodes, args.pods,
+                                    args.init_pods, verbose=args.verbose)
+            print(json.dumps(out), flush=True)
+        return 0
     extra: list[str] = []
     if args.nodes is not None:
         extra += ["--nodes", str(args.nodes)]
@@ -262,6 +345,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
         return EXIT_INVALID_INPUT
     config = _load_config(args.config)
+    partitions = _serve_partitions(args)
+    if partitions is None:
+        return EXIT_INVALID_INPUT
     clock = RealClock()
     store = Store(clock, conflict_resolver=not args.no_conflict_resolver)
     persistence = None
@@ -313,7 +399,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"ksched API server listening on {server.url}; kubeconfig: {kc_path}", flush=True)
     runner = None
     agent = None
-    if not args.no_scheduler:
+    group = None
+    if args.schedulers and not args.no_scheduler:
+        group = _start_scheduler_processes(args, kc_path, partitions)
+    elif not args.no_scheduler:
         from ksched.scheduler.runner import SchedulerRunner
         from ksched.scheduler.scheduler import Scheduler
 
@@ -328,6 +417,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         _wait_for_signal()
     finally:
+        if group is not None:
+            group.stop()
         if runner is not None:
             runner.stop()
         if agent is not None:
@@ -335,6 +426,218 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.stop()
         if persistence is not None:
             persistence.close()
+    return 0
+
+
+def _serve_partitions(args: argparse.Namespace) -> list[str] | None:
+    """The partition value of each instance of ``serve --schedulers`` ([] without partitions);
+    None (after printing why) when the options do not fit together."""
+    if args.schedulers < 0:
+        print("error: --schedulers must be at least 1", file=sys.stderr)
+        return None
+    if not args.partition_label:
+        if args.partitions:
+            print("error: --partitions needs --partition-label", file=sys.stderr)
+            return None
+        return []
+    if not args.schedulers:
+        print("error: --partition-label needs --schedulers", file=sys.stderr)
+        return None
+    values = [v.strip() for v in (args.partitions or "").split(",") if v.strip()]
+    if len(values) != args.schedulers:
+        print(f"error: --partitions must name one partition per instance ({args.schedulers}), got {len(values)}",
+              file=sys.stderr)
+        return None
+    return values
+
+
+def _start_scheduler_processes(args: argparse.Namespace, kubeconfig: Any, partitions: list[str]) -> Any:
+    from ksched.dispatch.processes import ProcessGroup, instance_names
+
+    group = ProcessGroup(str(kubeconfig), verbose=args.verbose, config=args.config,
+                         lease_duration=args.instance_lease_duration)
+    for i, name in enumerate(instance_names(args.schedulers)):
+        group.start_instance(name, partition_label=args.partition_label or "",
+                             partition=partitions[i] if partitions else "")
+    group.start_dispatcher(policy=args.policy)
+    procs = ", ".join(f"{n} (pid {p.pid})" for n, p in group.processes.items())
+    print(f"started {procs}", flush=True)
+    return group
+
+
+def _parse_labels(items: list[str]) -> dict[str, str] | None:
+    out: dict[str, str] = {}
+    for it in items:
+        k, eq, v = it.partition("=")
+        if not eq or not k:
+            print(f"error: --instance-label {it!r}: expected KEY=VALUE", file=sys.stderr)
+            return None
+        out[k] = v
+    return out
+
+
+def _cmd_run_instance(args: argparse.Namespace) -> int:
+    import threading
+
+    from ksched.client.rest import RestClient
+    from ksched.dispatch.instance import SchedulerInstance, validate_instance_name
+    from ksched.dispatch.processes import wait_until_signalled
+
+    if not args.dispatch or not args.instance:
+        print("error: --instance NAME and --dispatch go together", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.leader_elect:
+        print("error: --leader-elect does not apply to a dispatched instance (its Lease is its own)",
+              file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    why = validate_instance_name(args.instance)
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if bool(args.partition_label) != bool(args.partition):
+        print("error: --partition-label and --partition go together", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    labels = _parse_labels(args.instance_label)
+    if labels is None:
+        return EXIT_INVALID_INPUT
+    config = _load_config(args.config)
+    try:
+        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
+    except Exception as e:  # kubeconfig missing or unusable
+        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+        return 1
+    metrics = None
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        from ksched.scheduler.metrics import SchedulerMetrics
+
+        metrics = SchedulerMetrics()
+        start_http_server(args.metrics_port, addr="127.0.0.1", registry=metrics.registry)
+    try:
+        inst = SchedulerInstance(client, args.instance, config, labels=labels,
+                                 partition_label=args.partition_label or "", partition=args.partition or "",
+                                 namespace=args.lease_namespace, lease_duration=args.instance_lease_duration,
+                                 threaded=True, metrics=metrics, identity=args.id)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    inst.start()
+    part = f", partition {args.partition_label}={args.partition}" if args.partition_label else ""
+    print(f"ksched instance {args.instance}{part} scheduling the pods dispatched to it on {client.host}",
+          flush=True)
+    try:
+        wait_until_signalled(args.parent_pid, threading.Event())
+    finally:
+        inst.stop()
+    return 0
+
+
+def cmd_dispatch(args: argparse.Namespace) -> int:
+    import os
+    import socket
+    import threading
+
+    from ksched.client.rest import RestClient
+    from ksched.dispatch.dispatcher import Dispatcher
+    from ksched.dispatch.policy import DispatchPolicy, PolicyError
+    from ksched.dispatch.processes import wait_until_signalled
+
+    try:
+        policy = DispatchPolicy.load(args.policy) if args.policy else DispatchPolicy()
+    except PolicyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    try:
+        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
+    except Exception as e:  # kubeconfig missing or unusable
+        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+        return 1
+    names = args.scheduler_name or ["default-scheduler"]
+    stop = threading.Event()
+    state: dict[str, Any] = {}
+
+    def start() -> None:
+        d = Dispatcher(client, scheduler_names=names, policy=policy, namespace=args.lease_namespace)
+        ev = threading.Event()
+        t = threading.Thread(target=lambda: d.run(ev), name="dispatcher", daemon=True)
+        state.update(dispatcher=d, stop=ev, thread=t)
+        t.start()
+
+    def halt() -> None:
+        ev, t = state.pop("stop", None), state.pop("thread", None)
+        if ev is not None:
+            ev.set()
+        if t is not None:
+            t.join(30)
+
+    elector_thread = None
+    if args.leader_elect:
+        from ksched.client.leaderelection import LeaderElector
+
+        elector = LeaderElector(client, args.lease_name, args.lease_namespace,
+                                args.id or f"{socket.gethostname()}_{os.getpid()}")
+        elector_thread = threading.Thread(target=lambda: elector.run(stop, start, halt), name="leader-election",
+                                          daemon=True)
+        elector_thread.start()
+    else:
+        start()
+    print(f"ksched dispatcher for {', '.join(names)} on {client.host} (instance Leases in {args.lease_namespace})",
+          flush=True)
+    try:
+        wait_until_signalled(args.parent_pid, threading.Event())
+    finally:
+        stop.set()
+        if elector_thread is not None:
+            elector_thread.join(30)
+        halt()
+    return 0
+
+
+def cmd_webhook(args: argparse.Namespace) -> int:
+    import threading
+    from pathlib import Path
+
+    from ksched.apiserver.tls import make_self_signed, server_ssl_context
+    from ksched.client.rest import RestClient
+    from ksched.dispatch.processes import wait_until_signalled
+    from ksched.dispatch.webhook import BindingWebhook
+
+    host, _, port_s = args.listen.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_s)
+    except ValueError:
+        print(f"error: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("error: --tls-cert and --tls-key go together", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.tls_cert:
+        cert, key = Path(args.tls_cert), Path(args.tls_key)
+    else:
+        cert, key = make_self_signed(args.cert_dir, [*args.cert_host, host, "127.0.0.1", "localhost"])
+    try:
+        ssl_ctx = server_ssl_context(cert, key)
+    except (OSError, ValueError) as e:
+        print(f"error: cannot load the serving certificate: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    try:
+        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
+    except Exception as e:  # kubeconfig missing or unusable
+        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+        return 1
+    hook = BindingWebhook(client, host=host, port=port, ssl_context=ssl_ctx, admitted_ttl=args.admitted_ttl)
+    try:
+        hook.start()
+    except OSError as e:
+        print(f"error: cannot listen on {args.listen}: {e}", file=sys.stderr)
+        return 1
+    print(f"ksched binding webhook on {hook.url}/validate (certificate {cert}) watching {client.host}", flush=True)
+    try:
+        wait_until_signalled(None, threading.Event())
+    finally:
+        hook.stop()
     return 0
 
 
@@ -346,6 +649,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ksched.scheduler.runner import SchedulerRunner
     from ksched.scheduler.scheduler import Scheduler
 
+    if args.dispatch or args.instance:
+        return _cmd_run_instance(args)
     config = _load_config(args.config)
     try:
         client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
@@ -384,7 +689,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    handlers = {"simulate": cmd_simulate, "bench": cmd_bench, "serve": cmd_serve, "run": cmd_run}
+    handlers = {"simulate": cmd_simulate, "bench": cmd_bench, "serve": cmd_serve, "run": cmd_run,
+                "dispatch": cmd_dispatch, "webhook": cmd_webhook}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

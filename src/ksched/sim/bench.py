@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -184,6 +185,209 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
                    "profiles": [p.scheduler_name for p in config.profiles],
                    "python": sys.version.split()[0]},
     }
+
+
+def _counts(w: Workload, size: str, nodes: int | None, measured: int | None,
+            init: int | None) -> tuple[int, list[int], int]:
+    n_nodes = nodes if nodes is not None else (w.small_nodes if size == "small" else w.nodes)
+    init_counts = [p.count for p in w.init]
+    if size == "small" and w.small_init:
+        init_counts = list(w.small_init)
+    if init is not None:
+        init_counts = [init] + [0] * (len(init_counts) - 1) if init_counts else [init]
+    n_measured = measured if measured is not None else (w.small_measured if size == "small" else w.measured.count)
+    return n_nodes, init_counts, n_measured
+
+
+class _BindWatch:
+    """Counts, from the store's commit hook, the pods bound and the pods dispatched (annotated
+    for an instance), and wakes a waiter when a target is reached."""
+
+    def __init__(self, store: Store) -> None:
+        import threading
+
+        from ksched.dispatch.instance import INSTANCE_ANNOTATION
+
+        self._annotation = INSTANCE_ANNOTATION
+        self.bound: set[str] = set()
+        self.dispatched: set[str] = set()
+        self.last_dispatch = 0.0
+        self.target = -1
+        self.done = threading.Event()
+        store.on_commit.append(self._hook)
+
+    def _hook(self, etype: str, kind: str, obj: Any, rv: int) -> None:
+        if kind != "Pod" or etype != "MODIFIED":
+            return
+        key = obj.key
+        if obj.node_name:
+            if key not in self.bound:
+                self.bound.add(key)
+                if len(self.bound) >= self.target:
+                    self.done.set()
+        elif key not in self.dispatched and obj.annotations.get(self._annotation):
+            self.dispatched.add(key)
+            self.last_dispatch = time.perf_counter()
+
+    def wait_for(self, target: int, timeout: float) -> bool:
+        self.target = target
+        if len(self.bound) >= target:
+            return True
+        self.done.clear()
+        if len(self.bound) >= target:
+            return True
+        return self.done.wait(timeout)
+
+
+def _instance_stats(store: Store) -> dict[str, dict[str, int]]:
+    from ksched.dispatch.instance import instance_from_lease
+
+    out: dict[str, dict[str, int]] = {}
+    for lease in store.items("Lease"):
+        info = instance_from_lease(lease)  # type: ignore[arg-type]
+        if info is not None:
+            out[info.name] = {k: int(v) for k, v in info.stats.items()}
+    return out
+
+
+def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: int = 0, nodes: int | None = None,
+                      measured: int | None = None, init: int | None = None, *, verbose: int = 0,
+                      timeout: float = 900.0, lease_duration: float = 6.0) -> dict[str, Any]:
+    """Run one workload over HTTP: the embedded API server in this process, the dispatcher and
+    ``schedulers`` instances (``ksched run --instance NAME --dispatch``) as separate processes.
+
+    Throughput is measured pods bound over the wall time from the first measured pod's creation
+    to the last one's binding. ``conflicts`` counts bindings refused by the conflict resolver
+    during that time; ``retries`` counts scheduling attempts beyond one per measured pod (the
+    instances report their counters in their Leases, read before and after)."""
+    import tempfile
+
+    from ksched.apiserver.errors import Conflict
+    from ksched.apiserver.http import ApiServer
+    from ksched.apiserver.kubeconfig import write_kubeconfig
+    from ksched.dispatch.processes import ProcessGroup, instance_names
+
+    if schedulers < 1:
+        raise ValueError("schedulers must be at least 1")
+    n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
+    if w.config:
+        raise ValueError(f"{w.name}: a workload with its own scheduler configuration cannot run over HTTP")
+    store = Store(RealClock(), auto_create_namespaces=True)
+    calls = {"bindings": 0, "conflicts": 0}
+    orig_bind = store.bind
+
+    def counting_bind(*a: Any, **kw: Any) -> Any:
+        calls["bindings"] += 1
+        try:
+            return orig_bind(*a, **kw)
+        except Conflict as e:
+            if "pods/binding" in e.message:
+                calls["conflicts"] += 1
+            raise
+
+    store.bind = counting_bind  # type: ignore[method-assign]
+    watch = _BindWatch(store)
+    server = ApiServer(store, "127.0.0.1", 0)
+    server.start()
+    tmp = tempfile.TemporaryDirectory(prefix="ksched-bench-")
+    group = ProcessGroup(str(write_kubeconfig(f"{tmp.name}/kubeconfig", server.url)), verbose=verbose,
+                         lease_duration=lease_duration)
+    names = instance_names(schedulers)
+    error = ""
+    try:
+        t0 = time.perf_counter()
+        if w.objects is not None:
+            for o in w.objects():
+                store.create(o)
+        for i in range(n_nodes):
+            store.create(w.make_node(i))
+        for name in names:
+            group.start_instance(name)
+        group.start_dispatcher()
+        deadline = time.monotonic() + 120
+        while len(_instance_stats(store)) < schedulers:
+            if time.monotonic() > deadline or not all(group.alive().values()):
+                raise RuntimeError(f"instances did not start: {group.alive()}")
+            time.sleep(0.05)
+        n_init = 0
+        for phase, cnt in zip(w.init, init_counts):
+            _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init-{phase.namespace}")
+            n_init += cnt
+        if not watch.wait_for(n_init, timeout):
+            raise RuntimeError(f"init pods not bound in {timeout}s ({len(watch.bound)}/{n_init})")
+        setup_s = time.perf_counter() - t0
+        # Let every instance write fresh counters into its Lease (renewed every third of it).
+        time.sleep(lease_duration / 3 + 0.5)
+        before = _instance_stats(store)
+        calls.update(bindings=0, conflicts=0)
+        gc.collect()
+        gc.freeze()
+        start = time.perf_counter()
+        _create_phase(store, Phase(n_measured, w.measured.make, w.measured.namespace), "measured")
+        created = time.perf_counter() - start
+        ok = watch.wait_for(n_init + n_measured, timeout)
+        elapsed = time.perf_counter() - start
+        dispatch_s = max(0.0, watch.last_dispatch - start)
+        if not ok:
+            error = f"measured pods not all bound in {timeout}s"
+        measured_calls = dict(calls)
+    except RuntimeError as e:
+        group.stop()
+        server.stop()
+        tmp.cleanup()
+        return {"workload": w.name, "transport": "http", "schedulers": schedulers, "error": str(e)}
+    finally:
+        gc.unfreeze()
+    codes = group.stop()
+    server.stop()
+    tmp.cleanup()
+    after = _instance_stats(store)
+    bound = len(watch.bound) - n_init
+    per_instance: dict[str, dict[str, int]] = {}
+    for name in names:
+        a, b = after.get(name, {}), before.get(name, {})
+        per_instance[name] = {k: a.get(k, 0) - b.get(k, 0) for k in ("scheduled", "attempts", "conflicts")}
+    attempts = sum(v["attempts"] for v in per_instance.values())
+    over = _overcommitted_nodes(store)
+    out: dict[str, Any] = {
+        "workload": w.name,
+        "size": size,
+        "transport": "http",
+        "schedulers": schedulers,
+        "nodes": n_nodes,
+        "init_pods": sum(init_counts),
+        "measured_pods": n_measured,
+        "measured_scheduled": bound,
+        "seconds": round(elapsed, 4),
+        "pods_per_second": round(bound / elapsed, 1) if elapsed > 0 else None,
+        "conflicts": measured_calls["conflicts"],
+        "retries": max(0, attempts - bound),
+        "binding_requests": measured_calls["bindings"],
+        "create_seconds": round(created, 3),
+        "dispatch_seconds": round(dispatch_s, 3),
+        "per_instance": per_instance,
+        "overcommitted_nodes": over,
+        "setup_seconds": round(setup_s, 2),
+        "exit_codes": codes,
+        "upstream_threshold": w.upstream_threshold,
+        "config": {"seed": seed, "python": sys.version.split()[0], "cpus": os.cpu_count()},
+    }
+    if error:
+        out["error"] = error
+    return out
+
+
+def _overcommitted_nodes(store: Store) -> int:
+    nodes = {n.name: n for n in store.items("Node")}
+    n = 0
+    for name, u in store.accounting.usage.items():
+        node = nodes.get(name)
+        if node is None:
+            continue
+        alloc = node.allocatable  # type: ignore[attr-defined]
+        if u.pods > alloc.get("pods", 0) or any(v > alloc.get(k, 0) for k, v in u.requested.items()):
+            n += 1
+    return n
 
 
 def run_in_subprocess(name: str, size: str, seed: int, extra: list[str]) -> dict[str, Any]:
