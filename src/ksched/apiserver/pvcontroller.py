@@ -562,6 +562,13 @@ class PVController:
             if is_volume_bound_to_claim(existing, pvc):
                 self._bind(existing, pvc)
             return
+        if pvc.annotations.get(ANN_STORAGE_PROVISIONER) != sc.provisioner:
+            # The PV controller hands the claim to the class's (external) provisioner.
+            raw = copy.deepcopy(pvc.raw)
+            md = raw.setdefault("metadata", {})
+            md["annotations"] = {**(md.get("annotations") or {}), ANN_STORAGE_PROVISIONER: sc.provisioner,
+                                 ANN_BETA_STORAGE_PROVISIONER: sc.provisioner}
+            pvc = self._write(raw)  # type: ignore[assignment]
         affinity: dict[str, Any] | None = None
         selected = pvc.annotations.get(ANNOTATION_SELECTED_NODE)
         if selected:
@@ -580,12 +587,6 @@ class PVController:
                     {"key": LABEL_HOSTNAME, "operator": "In", "values": [hostname]}]}]}}
         else:
             affinity = _allowed_topologies_affinity(sc)
-        if pvc.annotations.get(ANN_STORAGE_PROVISIONER) != sc.provisioner:
-            raw = copy.deepcopy(pvc.raw)
-            md = raw.setdefault("metadata", {})
-            md["annotations"] = {**(md.get("annotations") or {}), ANN_STORAGE_PROVISIONER: sc.provisioner,
-                                 ANN_BETA_STORAGE_PROVISIONER: sc.provisioner}
-            pvc = self._write(raw)  # type: ignore[assignment]
         request = (((pvc.raw.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage", "0")
         spec: dict[str, Any] = {
             "capacity": {"storage": request},
