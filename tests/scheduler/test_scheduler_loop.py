@@ -506,3 +506,37 @@ def test_permit_rejected_pod_considers_events_seen_while_waiting():
     # WaitingPermit has no EnqueueExtensions: every event may help, so the pod is retried.
     assert qpi.where != UNSCHEDULABLE
     assert env.sched.attempts["default/p"] == 2
+
+
+def test_failure_without_post_filter_clears_the_nomination():
+    """Upstream passes clearNominatedNode when there is no PostFilter plugin (and on errors,
+    Reserve/Permit and binding failures): status.nominatedNodeName and the nominator entry go."""
+    env = fit_env()
+    env.create(make_node("n1", cpu="1"))
+    env.create(cpu_pod("big", cpu="2", nominated_node_name="n1"))
+    env.run()
+    p = env.pod("big")
+    assert cond(p)["reason"] == "Unschedulable"
+    assert p.nominated_node_name == ""
+    assert env.sched.queue.nominator.nominated_node(p) == ""
+
+
+def test_reserve_failure_clears_the_nomination():
+    log = CallLog()
+    env = fit_env("R1", plugins=(reserve_plugin("R1", log),))
+    env.create(make_node("n1"))
+    env.create(cpu_pod("p", labels={"fail-reserve": "R1"}, nominated_node_name="n1"))
+    env.run()
+    p = env.pod("p")
+    assert p.nominated_node_name == "" and env.sched.queue.nominator.nominated_node(p) == ""
+
+
+def test_post_filter_without_result_keeps_the_nomination():
+    pf = post_filter_plugin("FakePreemption", code=Code.UNSCHEDULABLE, message="preemption: not helpful")
+    env = fit_env("FakePreemption", plugins=(pf,))
+    env.create(make_node("n1", cpu="1"))
+    env.create(cpu_pod("big", cpu="2", nominated_node_name="n1"))
+    env.run()
+    p = env.pod("big")
+    assert p.nominated_node_name == "n1"
+    assert env.sched.queue.nominator.nominated_node(p) == "n1"

@@ -48,6 +48,8 @@ __all__ = ["Scheduler"]
 log = logging.getLogger(__name__)
 
 REASON_UNSCHEDULABLE = "Unschedulable"
+# Upstream's clearNominatedNode: a failure outside PostFilter drops the pod's nomination.
+CLEAR_NOMINATION = PostFilterResult("", PostFilterResult.MODE_OVERRIDE)
 REASON_SCHEDULER_ERROR = "SchedulerError"
 _VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
 
@@ -177,7 +179,8 @@ class Scheduler:
         try:
             result = self.algorithm.schedule_pod(fw, state, pod, self.snapshot, explain)
         except FitError as fe:
-            nominating: PostFilterResult | None = None
+            # Upstream: clearNominatedNode unless a PostFilter plugin ran (then its result, if any).
+            nominating: PostFilterResult | None = None if fw.has_post_filter_plugins() else CLEAR_NOMINATION
             if fw.has_post_filter_plugins():
                 res, st = fw.run_post_filter(state, pod, fe.diagnosis)
                 if st.code != Code.SUCCESS or res is None or not res.nominated_node_name:
@@ -209,10 +212,10 @@ class Scheduler:
                 # Upstream: UnschedulableAndUnresolvable (reason Unschedulable), no rejector plugin.
                 self._record_attempt(fw, "unschedulable", start)
                 self._handle_failure(fw, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg),
-                                     REASON_UNSCHEDULABLE, None)
+                                     REASON_UNSCHEDULABLE, CLEAR_NOMINATION)
                 return True
             self._record_attempt(fw, "error", start)
-            self._handle_failure(fw, qpi, Status.as_error(msg), REASON_SCHEDULER_ERROR, None)
+            self._handle_failure(fw, qpi, Status.as_error(msg), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
             return True
         if explain is not None:
             self.explanations[pod.key] = explain
@@ -222,7 +225,7 @@ class Scheduler:
             self.cache.assume_pod(assumed)
         except CacheError as e:
             self._record_attempt(fw, "error", start)
-            self._handle_failure(fw, qpi, Status.as_error(str(e)), REASON_SCHEDULER_ERROR, None)
+            self._handle_failure(fw, qpi, Status.as_error(str(e)), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
             return True
         self.queue.nominator.delete(pod)
         st = fw.run_reserve(state, assumed, host)
@@ -269,12 +272,12 @@ class Scheduler:
             d = Diagnosis()
             d.node_to_status[host] = st
             st = Status(st.code, fit_error_message(1, d), plugin=st.plugin)
-            self._handle_failure(fw, qpi, st, REASON_UNSCHEDULABLE, None)
+            self._handle_failure(fw, qpi, st, REASON_UNSCHEDULABLE, CLEAR_NOMINATION)
         else:
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
             self._record_attempt(fw, "error", start)
-            self._handle_failure(fw, qpi, st, REASON_SCHEDULER_ERROR, None)
+            self._handle_failure(fw, qpi, st, REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
 
     def _record_attempt(self, fw: Framework, result: str, start: float) -> None:
         key = (result, fw.profile_name)
