@@ -411,7 +411,7 @@ def test_side_lists_follow_pods_with_affinity():
     c.add_pod(anti)
     c.add_pod(pod("aff", "b", affinity=AFF))
     c.update_snapshot(snap)
-    assert [n.name for n in snap.have_pods_with_affinity] == ["a", "b"]
+    assert sorted(n.name for n in snap.have_pods_with_affinity) == ["a", "b"]
     assert [n.name for n in snap.have_pods_with_required_anti_affinity] == ["a"]
     c.remove_pod(anti)
     c.update_snapshot(snap)
@@ -484,8 +484,9 @@ def snapshot_view(snap: Snapshot) -> dict[str, Any]:
             snap.table.req[r, :width].tolist(),
             snap.table.nz[r].tolist(),
         )
-    out["aff"] = [n.name for n in snap.have_pods_with_affinity]
-    out["anti"] = [n.name for n in snap.have_pods_with_required_anti_affinity]
+    # Membership matters, not the order (upstream builds them in node order; sums are what is read).
+    out["aff"] = sorted(n.name for n in snap.have_pods_with_affinity)
+    out["anti"] = sorted(n.name for n in snap.have_pods_with_required_anti_affinity)
     out["pvcs"] = sorted(snap.used_pvcs)
     # The side lists hold the snapshot's own NodeInfos.
     for ni in (*snap.have_pods_with_affinity, *snap.have_pods_with_required_anti_affinity):
