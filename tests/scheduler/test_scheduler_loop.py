@@ -540,3 +540,19 @@ def test_post_filter_without_result_keeps_the_nomination():
     p = env.pod("big")
     assert p.nominated_node_name == "n1"
     assert env.sched.queue.nominator.nominated_node(p) == "n1"
+
+
+def test_pending_pods_metric():
+    env = fit_env()
+    env.create(make_node("n1", cpu="1"))
+    env.create(cpu_pod("a"), cpu_pod("big", cpu="2"), cpu_pod("gated", scheduling_gates=["x/y"]))
+    env.run()
+    reg = env.sched.metrics.registry
+
+    def pending(queue: str) -> float | None:
+        return reg.get_sample_value("scheduler_pending_pods", {"queue": queue})
+
+    assert (pending("active"), pending("backoff"), pending("unschedulable"), pending("gated")) == (0, 0, 1, 1)
+    env.create(cpu_pod("c"))
+    env.sched.informers.poll()
+    assert pending("active") == 1

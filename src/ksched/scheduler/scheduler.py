@@ -148,6 +148,13 @@ class Scheduler:
         self.metrics_observer: Callable[[float], None] | None = None
         add_all_event_handlers(self)
         self._attempt_counters: dict[tuple[str, str], Any] = {}
+        # scheduler_pending_pods{queue}: computed when scraped.
+        q = self.queue
+        pending = self.metrics.pending_pods
+        pending.labels("active").set_function(q.active_count)
+        pending.labels("backoff").set_function(q.backoff_count)
+        pending.labels("unschedulable").set_function(lambda: sum(1 for x in q.unschedulable.values() if not x.gated))
+        pending.labels("gated").set_function(lambda: sum(1 for x in q.unschedulable.values() if x.gated))
 
     # ---------------------------------------------------------------- who we schedule
 
