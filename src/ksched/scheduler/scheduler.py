@@ -153,8 +153,10 @@ class Scheduler:
         pending = self.metrics.pending_pods
         pending.labels("active").set_function(q.active_count)
         pending.labels("backoff").set_function(q.backoff_count)
-        pending.labels("unschedulable").set_function(lambda: sum(1 for x in q.unschedulable.values() if not x.gated))
-        pending.labels("gated").set_function(lambda: sum(1 for x in q.unschedulable.values() if x.gated))
+        # (list() copies the dict in one step: a scrape from another thread never sees it change.)
+        pending.labels("unschedulable").set_function(
+            lambda: sum(1 for x in list(q.unschedulable.values()) if not x.gated))
+        pending.labels("gated").set_function(lambda: sum(1 for x in list(q.unschedulable.values()) if x.gated))
 
     # ---------------------------------------------------------------- who we schedule
 
