@@ -1,0 +1,78 @@
+"""Event recording (aggregation like an event broadcaster) and scheduler metrics."""
+
+from __future__ import annotations
+
+from ksched.apiserver.errors import Forbidden
+from ksched.apiserver.store import Store
+from ksched.client.inprocess import InProcessClient
+from ksched.clock import VirtualClock
+from ksched.scheduler.metrics import SchedulerMetrics
+from ksched.scheduler.recorder import EventRecorder
+from ksched.testing import make_pod
+
+
+def setup() -> tuple[VirtualClock, Store, EventRecorder]:
+    clock = VirtualClock()
+    store = Store(clock, auto_create_namespaces=True)
+    return clock, store, EventRecorder(InProcessClient(store), clock, component="my-scheduler")
+
+
+def test_events_are_created_and_repeats_aggregated():
+    clock, store, rec = setup()
+    pod = store.create(make_pod("p", namespace="team"))
+    rec.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: 1 x.")
+    clock.advance(10)
+    rec.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: 1 x.")
+    rec.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/2 nodes are available: 2 y.")
+    evs = sorted(store.list("Event")[0], key=lambda e: e.raw["message"])
+    assert len(evs) == 2
+    first = evs[0].raw
+    assert first["count"] == 2
+    assert first["firstTimestamp"] == "2025-01-01T00:00:00Z"
+    assert first["lastTimestamp"] == "2025-01-01T00:00:10Z"
+    assert first["involvedObject"]["kind"] == "Pod" and first["involvedObject"]["name"] == "p"
+    assert first["involvedObject"]["uid"] == pod.uid
+    assert first["source"] == {"component": "my-scheduler"} and first["reportingComponent"] == "my-scheduler"
+    assert evs[0].namespace == "team"
+    assert evs[1].raw["count"] == 1
+    assert rec.recorded == 3
+
+
+def test_event_names_are_deterministic_on_a_virtual_clock():
+    names = []
+    for _ in range(2):
+        _, store, rec = setup()
+        pod = store.create(make_pod("p", uid="fixed"))
+        rec.event(pod, "Normal", "Scheduled", "Binding", "Successfully assigned default/p to n")
+        names.append([e.name for e in store.list("Event")[0]])
+    assert names[0] == names[1]
+    assert names[0][0].startswith("p.")
+
+
+def test_disabled_recorder_and_api_errors():
+    _, store, rec = setup()
+    pod = store.create(make_pod("p"))
+    rec.enabled = False
+    rec.event(pod, "Normal", "Scheduled", "Binding", "m")
+    assert store.list("Event")[0] == [] and rec.recorded == 0
+    rec.enabled = True
+
+    class Refusing:
+        store = None
+
+        def create(self, obj, owned=False):
+            raise Forbidden("events are forbidden")
+
+    rec.client = Refusing()
+    rec.event(pod, "Normal", "Scheduled", "Binding", "m")  # best effort: no exception
+    assert rec._seen == {}  # a later repeat tries to create it again
+
+
+def test_metrics_registries_are_separate():
+    a, b = SchedulerMetrics(), SchedulerMetrics()
+    a.binding_conflicts.inc()
+    assert a.registry.get_sample_value("ksched_binding_conflicts_total") == 1
+    assert b.registry.get_sample_value("ksched_binding_conflicts_total") == 0
+    a.schedule_attempts.labels("scheduled", "p").inc()
+    assert a.registry.get_sample_value("scheduler_schedule_attempts_total",
+                                       {"result": "scheduled", "profile": "p"}) == 1
