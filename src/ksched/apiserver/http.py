@@ -97,6 +97,7 @@ class ApiServer:
         self._ready = threading.Event()
         self._stopping: asyncio.Event | None = None
         self._start_error: BaseException | None = None
+        self._open_watches: set[Any] = set()  # watch streams being served
         self.app = self._make_app()
 
     @property
@@ -147,7 +148,11 @@ class ApiServer:
             raise self._start_error
 
     def stop(self) -> None:
-        if self._loop is not None and self._stopping is not None:
+        # End the watch streams first: a handler waiting for the next event (up to a bookmark
+        # interval) would otherwise hold the shutdown until the join below times out.
+        for w in list(self._open_watches):
+            w.stop()
+        if self._loop is not None and self._stopping is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread is not None:
             self._thread.join(10)
@@ -468,6 +473,7 @@ class ApiServer:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         w.notify = lambda: loop.call_soon_threadsafe(wake.set)
+        self._open_watches.add(w)
         kind = cls.KIND
         api_version = cls.API_VERSION
         initial_pending = send_initial and rv in ("", "0")
@@ -507,6 +513,7 @@ class ApiServer:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
+            self._open_watches.discard(w)
             w.notify = None
             w.stop()
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from collections import deque
 from typing import Any
@@ -25,6 +26,8 @@ from ksched.apiserver import errors as E
 __all__ = ["RestClient", "RestWatch", "load_client_configuration"]
 
 log = logging.getLogger(__name__)
+
+POOL_MAXSIZE = 64
 
 _ERRORS_BY_CODE: dict[int, type[E.ApiError]] = {
     400: E.BadRequest, 401: E.Unauthorized, 403: E.Forbidden, 404: E.NotFound, 405: E.MethodNotAllowed,
@@ -173,9 +176,18 @@ class RestWatch:
         self.closed = True
         r = self._resp
         if r is not None:
+            # Shut the socket down first: closing the response while the reader thread is blocked
+            # in it waits for the reader's buffer lock, i.e. for the next event on an idle watch
+            # (up to a bookmark interval), so stopping an informer could hang for a minute.
+            sock = getattr(getattr(r, "connection", None), "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             try:
-                r.release_conn()
                 r.close()
+                r.release_conn()
             except Exception:  # the connection may already be gone
                 pass
 
@@ -188,6 +200,9 @@ class RestClient:
         from kubernetes.client import ApiClient
 
         cfg = configuration if configuration is not None else load_client_configuration(kubeconfig, context)
+        # One connection per binding worker (16) plus the long-lived watches: the default pool
+        # (5 per CPU) would keep opening and discarding connections under load.
+        cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, POOL_MAXSIZE)
         self.configuration = cfg
         self.api_client = ApiClient(cfg)
         self.pool = self.api_client.rest_client.pool_manager
