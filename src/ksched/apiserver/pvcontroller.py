@@ -300,9 +300,10 @@ class PVController:
         self._pv_meta: dict[str, tuple[str | None, str]] = {}
         self._available: dict[str, dict[str, None]] = {}
         self._by_claim: dict[str, dict[str, None]] = {}
-        # claim key -> class, for claims without spec.volumeName
-        self._claim_meta: dict[str, str] = {}
+        # claim key -> (class if spec.volumeName is empty else None, spec.volumeName)
+        self._claim_meta: dict[str, tuple[str | None, str]] = {}
         self._unbound: dict[str, dict[str, None]] = {}
+        self._naming: dict[str, dict[str, None]] = {}  # volume name -> claims whose spec.volumeName it is
 
     # ---- indices --------------------------------------------------------------------------
 
@@ -318,6 +319,7 @@ class PVController:
         self._by_claim.clear()
         self._claim_meta.clear()
         self._unbound.clear()
+        self._naming.clear()
         for name in list(objs["PersistentVolume"]):
             self._index_volume(name)
         for key in list(objs["PersistentVolumeClaim"]):
@@ -346,12 +348,20 @@ class PVController:
     def _index_claim(self, key: str) -> None:
         old = self._claim_meta.pop(key, None)
         if old is not None:
-            _discard(self._unbound, old, key)
+            old_cls, old_volume = old
+            if old_cls is not None:
+                _discard(self._unbound, old_cls, key)
+            if old_volume:
+                _discard(self._naming, old_volume, key)
         pvc = self._claim(key)
-        if pvc is None or pvc.volume_name:
+        if pvc is None:
+            return
+        if pvc.volume_name:
+            self._claim_meta[key] = (None, pvc.volume_name)
+            self._naming.setdefault(pvc.volume_name, {})[key] = None
             return
         cls_name = claim_class(pvc)
-        self._claim_meta[key] = cls_name
+        self._claim_meta[key] = (cls_name, "")
         self._unbound.setdefault(cls_name, {})[key] = None
 
     # ---- entry point --------------------------------------------------------------------
@@ -616,6 +626,11 @@ class PVController:
         pv = self._volume(name)
         if pv is None or pv.deletion_timestamp is not None:
             return
+        for key in self._naming.get(name, {}):
+            # Claims pre-bound to this volume (spec.volumeName) finish binding in their sync.
+            pvc = self._claim(key)
+            if pvc is not None and (not is_pvc_fully_bound(pvc) or pvc.phase != CLAIM_BOUND):
+                self._enqueue("claim", key)
         cr = pv.claim_ref
         if not cr:
             self._set_status(pv, phase=PHASE_AVAILABLE)
