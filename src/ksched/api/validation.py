@@ -356,6 +356,11 @@ def _label_selector(v: _V, path: Path, sel: Any) -> None:
             v.required(p.child("values"))
         elif op in ("Exists", "DoesNotExist") and vals:
             v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        for j, val in enumerate(vals):
+            if not isinstance(val, str) or len(val) > 63 or not _LABEL_VALUE.match(val):
+                v.invalid(p.child("values").index(j), val, "a valid label must be an empty string or consist of "
+                                                          "alphanumeric characters, '-', '_' or '.', and must "
+                                                          "start and end with an alphanumeric character")
 
 
 def _pod_affinity_term(v: _V, path: Path, term: Any) -> None:

@@ -207,7 +207,7 @@ def _validate_args(name: str, args: dict[str, Any], path: str, errors: list[str]
     elif name == "InterPodAffinity":
         w = args.get("hardPodAffinityWeight")
         if not isinstance(w, int) or w < 0 or w > 100:
-            errors.append(f"{path}.hardPodAffinityWeight: Invalid value: {w!r}: not in valid range [0, 100]")
+            errors.append(f"{path}.hardPodAffinityWeight: Invalid value: {w!r}: not in valid range [0-100]")
     elif name == "DefaultPreemption":
         p = args.get("minCandidateNodesPercentage")
         a = args.get("minCandidateNodesAbsolute")

@@ -90,6 +90,7 @@ class Cache:
         self._dirty.add(ni.row)
         ni.row = -1
         self._structure_changed = True
+        self._generation += 1  # a freed row is a change plugins must see (changed_rows_since)
 
     def _node_info(self, name: str) -> NodeInfo:
         ni = self.nodes.get(name)
@@ -178,8 +179,6 @@ class Cache:
     def _add_to_node(self, pi: PodInfo) -> None:
         ni = self._node_info(pi.pod.node_name)
         ni.add_pod(pi)
-        if pi.has_affinity or pi.pod.volumes:
-            self._side_lists_changed = True
         self._bump(ni, pi, 1)
 
     def _remove_from_node(self, pod: Pod, node_name: str) -> None:
@@ -189,8 +188,6 @@ class Cache:
         removed = ni.remove_pod(pod)
         if removed is None:
             raise CacheError(f"pod {pod.key} is not on node {node_name}")
-        if removed.has_affinity or pod.volumes:
-            self._side_lists_changed = True
         if ni.node is None and not ni.pods:
             del self.nodes[node_name]
             return
@@ -330,7 +327,6 @@ class Cache:
             grown[:k] = snap.gen_array[:k]
             snap.gen_array = grown
         dirty = self._dirty
-        recloned_in_side_lists = False
         if dirty:
             rows = sorted(dirty)
             node_changed: list[int] = []
@@ -341,13 +337,13 @@ class Cache:
                     snap.infos[r] = None
                     snap.generations[r] = 0
                     node_changed.append(r)
+                    snap._apply_row(r, prev, None)
                 elif snap.generations[r] != ni.generation or prev is None:
-                    snap.infos[r] = ni.clone()
+                    clone = snap.infos[r] = ni.clone()
                     snap.generations[r] = ni.generation
                     if prev is None or prev.node is not ni.node:
                         node_changed.append(r)
-                    if prev is not None and (prev.pods_with_affinity or prev.pods_with_required_anti_affinity):
-                        recloned_in_side_lists = True
+                    snap._apply_row(r, prev, clone)
             snap.table.copy_rows_from(self.table, rows)
             # A freed row counts as changed too: it gets the current generation.
             snap.gen_array[rows] = [snap.generations[r] or self._generation for r in rows]
@@ -364,9 +360,6 @@ class Cache:
         if self._side_lists_changed:
             snap._rebuild_side_lists()
             self._side_lists_changed = False
-        elif recloned_in_side_lists:
-            # Upstream's lists keep pointers to NodeInfos updated in place; ours point to clones.
-            snap._refresh_side_lists()
         snap.generation = self._generation
 
     # ---------------------------------------------------------------- introspection

@@ -41,9 +41,13 @@ class Snapshot:
         self.gen_array = np.zeros(0, dtype=np.int64)
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
-        self.have_pods_with_affinity: list[NodeInfo] = []
-        self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
-        self.used_pvcs: set[str] = set()
+        # Side lists (upstream's havePodsWithAffinityNodeInfoList, ...), kept per row and updated
+        # with the rows that change; the lists are rebuilt from these only when read after a change.
+        self._aff_rows: dict[int, NodeInfo] = {}
+        self._anti_rows: dict[int, NodeInfo] = {}
+        self._pvc_counts: dict[str, int] = {}
+        self._aff_list: list[NodeInfo] | None = []
+        self._anti_list: list[NodeInfo] | None = []
         self.generation = 0
         self._all: NodeList | None = None
         # Per-node derived values shared by pods with the same spec (taint verdicts for a set of
@@ -78,8 +82,24 @@ class Snapshot:
         compare with ``self.generation`` (the cache generation this snapshot reflects)."""
         return np.flatnonzero(self.gen_array > generation)
 
+    @property
+    def have_pods_with_affinity(self) -> list[NodeInfo]:
+        if self._aff_list is None:
+            self._aff_list = list(self._aff_rows.values())
+        return self._aff_list
+
+    @property
+    def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
+        if self._anti_list is None:
+            self._anti_list = list(self._anti_rows.values())
+        return self._anti_list
+
+    @property
+    def used_pvcs(self) -> set[str]:
+        return set(self._pvc_counts)
+
     def is_pvc_used_by_pods(self, key: str) -> bool:
-        return key in self.used_pvcs
+        return key in self._pvc_counts
 
     def row_values(self, key: object, fn: Callable[[NodeInfo], object], dtype: type = bool) -> np.ndarray:
         """``fn(node_info)`` for every row (free rows hold the dtype's zero), cached under ``key``
@@ -118,21 +138,38 @@ class Snapshot:
         self.row_of = {self.infos[r].name: r for r in rows}  # type: ignore[union-attr]
         self._all = None
 
-    def _refresh_side_lists(self) -> None:
-        """Point the side lists at the current NodeInfos of their rows (same membership)."""
-        infos = self.infos
-        self.have_pods_with_affinity = [infos[ni.row] or ni for ni in self.have_pods_with_affinity]
-        self.have_pods_with_required_anti_affinity = [
-            infos[ni.row] or ni for ni in self.have_pods_with_required_anti_affinity]
+    def _apply_row(self, row: int, prev: NodeInfo | None, new: NodeInfo | None) -> None:
+        """A row's NodeInfo changed from ``prev`` to ``new`` (None: no node there)."""
+        if new is not None and new.node is not None and new.pods_with_affinity:
+            self._aff_rows[row] = new
+            self._aff_list = None
+        elif self._aff_rows.pop(row, None) is not None:
+            self._aff_list = None
+        if new is not None and new.node is not None and new.pods_with_required_anti_affinity:
+            self._anti_rows[row] = new
+            self._anti_list = None
+        elif self._anti_rows.pop(row, None) is not None:
+            self._anti_list = None
+        counts = self._pvc_counts
+        if prev is not None and prev.pvc_ref_counts:
+            for k in prev.pvc_ref_counts:
+                c = counts.get(k, 0) - 1
+                if c > 0:
+                    counts[k] = c
+                else:
+                    counts.pop(k, None)
+        if new is not None and new.node is not None and new.pvc_ref_counts:
+            for k in new.pvc_ref_counts:
+                counts[k] = counts.get(k, 0) + 1
 
     def _rebuild_side_lists(self) -> None:
+        self._aff_rows = {}
+        self._anti_rows = {}
+        self._pvc_counts = {}
+        self._aff_list = None
+        self._anti_list = None
         infos = self.infos
-        live = [infos[r] for r in self.order.tolist()]
-        self.have_pods_with_affinity = [ni for ni in live if ni is not None and ni.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity = [
-            ni for ni in live if ni is not None and ni.pods_with_required_anti_affinity]
-        used: set[str] = set()
-        for ni in live:
-            if ni is not None and ni.pvc_ref_counts:
-                used.update(ni.pvc_ref_counts)
-        self.used_pvcs = used
+        for r in self.order.tolist():
+            ni = infos[r]
+            if ni is not None:
+                self._apply_row(r, None, ni)
