@@ -93,10 +93,16 @@ class FeasibleNodeFinder:
             return rows, 0
         skip = state.skip_filter_plugins
         plugins = [p for p in fw.filter_plugins if p.name not in skip]
-        vec_plugins = [p for p in plugins if fw.vectorize and getattr(p, "filter_nodes", None) is not None]
-        node_plugins = [p for p in plugins if p not in vec_plugins]
+        cached_plugins = [p for p in plugins if fw.vectorize and getattr(p, "row_local_key", None) is not None]
+        vec_plugins = [p for p in plugins if fw.vectorize and getattr(p, "filter_nodes", None) is not None
+                       and p not in cached_plugins]
+        node_plugins = [p for p in plugins if p not in vec_plugins and p not in cached_plugins]
         masks: dict[str, np.ndarray] = {}
         mask = np.ones(n, dtype=bool)
+        for p in cached_plugins:
+            m = fw.row_cache.filter_mask(p, state, pod, snap)[rows]
+            masks[p.name] = m
+            mask &= m
         for p in vec_plugins:
             m = p.filter_nodes(state, pod, snap, rows)  # type: ignore[attr-defined]
             masks[p.name] = m

@@ -39,6 +39,7 @@ class Snapshot:
         # The same per row as a NumPy array (a freed row holds the generation it was freed at):
         # plugins that keep state across cycles find what changed with changed_rows_since().
         self.gen_array = np.zeros(0, dtype=np.int64)
+        self._changed_memo: tuple[int, dict[int, np.ndarray]] = (-1, {})
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
         # Side lists (upstream's havePodsWithAffinityNodeInfoList, ...), kept per row and updated
@@ -79,8 +80,15 @@ class Snapshot:
 
     def changed_rows_since(self, generation: int) -> np.ndarray:
         """Rows whose NodeInfo changed (or was freed) after cache generation ``generation``;
-        compare with ``self.generation`` (the cache generation this snapshot reflects)."""
-        return np.flatnonzero(self.gen_array > generation)
+        compare with ``self.generation`` (the cache generation this snapshot reflects).
+        Memoized until the snapshot next changes (many callers ask for the same generation)."""
+        memo = self._changed_memo
+        if memo[0] != self.generation:
+            memo = self._changed_memo = (self.generation, {})
+        rows = memo[1].get(generation)
+        if rows is None:
+            rows = memo[1][generation] = np.flatnonzero(self.gen_array > generation)
+        return rows
 
     @property
     def have_pods_with_affinity(self) -> list[NodeInfo]:

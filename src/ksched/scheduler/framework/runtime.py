@@ -36,6 +36,7 @@ from ksched.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from ksched.scheduler.framework.rowcache import RowResultCache
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from ksched.scheduler.plugins.registry import Registry
@@ -128,6 +129,8 @@ class Framework:
         self.nominator: Any = None  # set by the scheduler (the queue's nominator)
         self.pod_activator: Callable[[list[Pod]], None] | None = None
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # Row-local Filter verdicts and raw Scores reused across cycles (see rowcache.py).
+        self.row_cache = RowResultCache()
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
         self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
@@ -413,7 +416,12 @@ class Framework:
             if p.name in skip:
                 continue
             vec = getattr(p, "score_nodes", None)
-            if vec is not None and self.vectorize:
+            cached = None
+            if self.vectorize and getattr(p, "row_local_key", None) is not None:
+                cached = self.row_cache.raw_scores(p, state, pod, snapshot)
+            if cached is not None:
+                scores = cached[rows]
+            elif vec is not None and self.vectorize:
                 scores = np.asarray(vec(state, pod, snapshot, rows), dtype=np.int64)
             else:
                 vals = []

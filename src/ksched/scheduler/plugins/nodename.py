@@ -36,6 +36,9 @@ class NodeName(FilterPlugin, EnqueueExtensions):
             return None
         return self._status
 
+    def row_local_key(self, pod: Pod) -> Any:
+        return pod.node_name
+
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         if not pod.node_name:
             return np.ones(len(rows), dtype=bool)

@@ -95,6 +95,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return None
         return self._status
 
+    def row_local_key(self, pod: Pod) -> Any:
+        """The verdict on a node depends only on its used ports and the pod's host ports."""
+        return _port_tuples(pod.host_ports())
+
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         s = self._wanted(state)
         want = s.ports if isinstance(s, _PreFilterState) else _port_tuples(pod.host_ports())

@@ -51,6 +51,9 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
             return None
         return self._status
 
+    def row_local_key(self, pod: Pod) -> Any:
+        return tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)
+
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
             return np.ones(len(rows), dtype=bool)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ksched.api.pod import Pod
+from ksched.api.resources import pod_non_zero_requests, pod_requests
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import MAX_NODE_SCORE, NodeList, PreScorePlugin, ScorePlugin
@@ -185,6 +186,14 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
                 return 0, None
         with_pod, without, alloc = node_values(node_info, self.resources, reqs, True)
         return balanced_resource_scorer(with_pod, without, alloc), None
+
+    def row_local_key(self, pod: Pod) -> Any:
+        """The raw score on a node depends only on the NodeInfo and the pod's requests."""
+        c = pod.cached()
+        k = c.get("rowkey:requests")
+        if k is None:
+            k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
+        return k
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         reqs = state.get(PRE_SCORE_STATE_KEY)

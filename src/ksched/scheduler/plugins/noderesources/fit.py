@@ -24,7 +24,7 @@ import numpy as np
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.api.resources import is_extended_resource, pod_requests
+from ksched.api.resources import is_extended_resource, pod_non_zero_requests, pod_requests
 from ksched.scheduler.cache.node_table import PODS
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
@@ -322,6 +322,14 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
                 return np.zeros(len(rows), dtype=bool)
             ok &= table.alloc[rows, c] - table.req[rows, c] >= q
         return ok
+
+    def row_local_key(self, pod: Pod) -> Any:
+        """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests."""
+        c = pod.cached()
+        k = c.get("rowkey:requests")
+        if k is None:
+            k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
+        return k
 
     # ---------------------------------------------------------------- PreScore / Score
 

@@ -1,0 +1,162 @@
+"""Reuse of row-local Filter verdicts and raw Scores across scheduling cycles.
+
+A plugin whose Filter verdict and raw Score on a node depend only on that node's NodeInfo and
+on some aspect of the pod (its requests, tolerations, node selector, ...) says so by defining
+``row_local_key(pod) -> Hashable``. Pods with equal keys (typically replicas of one template)
+then share one array of verdicts/scores over all node rows, and each cycle recomputes only the
+rows whose NodeInfo changed since (``Snapshot.changed_rows_since``): after a pod is bound,
+that is one node, not all of them. Results are identical to computing every row afresh: the
+cache is correct exactly when the plugin's key captures everything its Filter/Score read.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.status import Code
+
+__all__ = ["RowResultCache"]
+
+# Below this many changed rows, recompute them with the per-node form (no array overhead).
+_PER_NODE_LIMIT = 24
+
+
+class _Entry:
+    __slots__ = ("generation", "snapshot", "values")
+
+    def __init__(self, values: np.ndarray, generation: int, snapshot: Snapshot) -> None:
+        self.values = values
+        self.generation = generation
+        self.snapshot = snapshot
+
+
+class RowResultCache:
+    """Per (plugin, Filter|Score, key): values over every node row of one snapshot."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str, Hashable], _Entry] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def _get(self, plugin: Any, kind: str, key: Hashable, snapshot: Snapshot) -> _Entry | None:
+        k = (plugin.name, kind, key)
+        e = self._entries.get(k)
+        if e is None or e.snapshot is not snapshot:
+            return None
+        self._entries.move_to_end(k)
+        return e
+
+    def _put(self, plugin: Any, kind: str, key: Hashable, e: _Entry) -> None:
+        k = (plugin.name, kind, key)
+        self._entries[k] = e
+        self._entries.move_to_end(k)
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    # ---------------------------------------------------------------- Filter
+
+    def filter_mask(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
+        """The plugin's verdict (True = passes) for every row of the snapshot."""
+        key = plugin.row_local_key(pod)
+        n = len(snapshot.infos)
+        e = self._get(plugin, "filter", key, snapshot)
+        if e is None:
+            self.misses += 1
+            values = np.zeros(n, dtype=bool)
+            live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
+            if len(live):
+                values[live] = self._filter_rows(plugin, state, pod, snapshot, live)
+            self._put(plugin, "filter", key, _Entry(values, snapshot.generation, snapshot))
+            return values
+        self.hits += 1
+        if e.generation != snapshot.generation:
+            if len(e.values) < n:
+                grown = np.zeros(n, dtype=bool)
+                grown[: len(e.values)] = e.values
+                e.values = grown
+            changed = snapshot.changed_rows_since(e.generation)
+            if len(changed):
+                infos = snapshot.infos
+                live = np.asarray([r for r in changed.tolist() if infos[r] is not None], dtype=np.int64)
+                e.values[changed] = False
+                if len(live):
+                    e.values[live] = self._filter_rows(plugin, state, pod, snapshot, live)
+            e.generation = snapshot.generation
+        return e.values
+
+    @staticmethod
+    def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
+        vec = getattr(plugin, "filter_nodes", None)
+        if vec is not None and len(rows) > _PER_NODE_LIMIT:
+            return np.asarray(vec(state, pod, snapshot, rows), dtype=bool)
+        infos = snapshot.infos
+        out = np.empty(len(rows), dtype=bool)
+        for i, r in enumerate(rows.tolist()):
+            st = plugin.filter(state, pod, infos[r])
+            out[i] = st is None or st.code == Code.SUCCESS
+        return out
+
+    # ---------------------------------------------------------------- Score
+
+    def raw_scores(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray | None:
+        """The plugin's raw (not normalized) score for every row, or None if a per-node Score
+        call reported an error (the caller then scores the usual way and reports it)."""
+        key = plugin.row_local_key(pod)
+        n = len(snapshot.infos)
+        e = self._get(plugin, "score", key, snapshot)
+        if e is None:
+            self.misses += 1
+            values = np.zeros(n, dtype=np.int64)
+            live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
+            if len(live):
+                s = self._score_rows(plugin, state, pod, snapshot, live)
+                if s is None:
+                    return None
+                values[live] = s
+            self._put(plugin, "score", key, _Entry(values, snapshot.generation, snapshot))
+            return values
+        self.hits += 1
+        if e.generation != snapshot.generation:
+            if len(e.values) < n:
+                grown = np.zeros(n, dtype=np.int64)
+                grown[: len(e.values)] = e.values
+                e.values = grown
+            changed = snapshot.changed_rows_since(e.generation)
+            if len(changed):
+                infos = snapshot.infos
+                live = np.asarray([r for r in changed.tolist() if infos[r] is not None], dtype=np.int64)
+                e.values[changed] = 0
+                if len(live):
+                    s = self._score_rows(plugin, state, pod, snapshot, live)
+                    if s is None:
+                        self._entries.pop((plugin.name, "score", key), None)
+                        return None
+                    e.values[live] = s
+            e.generation = snapshot.generation
+        return e.values
+
+    @staticmethod
+    def _score_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot,
+                    rows: np.ndarray) -> np.ndarray | None:
+        vec = getattr(plugin, "score_nodes", None)
+        if vec is not None and len(rows) > _PER_NODE_LIMIT:
+            return np.asarray(vec(state, pod, snapshot, rows), dtype=np.int64)
+        infos = snapshot.infos
+        out = np.empty(len(rows), dtype=np.int64)
+        for i, r in enumerate(rows.tolist()):
+            s, st = plugin.score(state, pod, infos[r])
+            if st is not None and st.code != Code.SUCCESS:
+                return None
+            out[i] = s
+        return out

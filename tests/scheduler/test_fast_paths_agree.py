@@ -1,0 +1,90 @@
+"""The fast paths (vectorized Filter/Score, row-local results reused across cycles, incremental
+plugin state) and the plain per-node paths choose identical nodes, on random clusters with a
+fixed seed, through whole simulations (node changes in between included)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from ksched.sim.simulation import Simulation
+from ksched.testing import make_node, make_pod
+
+ZONES = ("z1", "z2", "z3")
+
+
+def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    nodes = []
+    for i in range(rng.randint(5, 40)):
+        labels = {"topology.kubernetes.io/zone": rng.choice(ZONES)}
+        if rng.random() < 0.5:
+            labels["disk"] = rng.choice(["ssd", "hdd"])
+        taints = None
+        r = rng.random()
+        if r < 0.15:
+            taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+        elif r < 0.3:
+            taints = [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]
+        extra = {"nvidia.com/gpu": str(rng.choice([1, 2, 4]))} if rng.random() < 0.2 else None
+        nodes.append(make_node(f"n{i}", cpu=rng.choice(["2", "4", "8"]), memory=rng.choice(["4Gi", "8Gi", "16Gi"]),
+                               pods=rng.choice([5, 10, 110]), labels=labels, taints=taints, allocatable=extra,
+                               images=[(["app:1"], 300 * 1024 * 1024)] if rng.random() < 0.3 else ()).raw)
+    templates = []
+    for t in range(rng.randint(2, 6)):
+        kw: dict[str, Any] = {"labels": {"app": f"t{t}"},
+                              "requests": {"cpu": rng.choice(["100m", "250m", "500m", "1"]),
+                                           "memory": rng.choice(["128Mi", "512Mi", "1Gi"])}}
+        r = rng.random()
+        if r < 0.2:
+            kw["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        if rng.random() < 0.3:
+            kw["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [
+                    {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}
+        elif rng.random() < 0.2:
+            kw["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": f"t{t}"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        if rng.random() < 0.3:
+            kw["topology_spread_constraints"] = [{
+                "maxSkew": rng.randint(1, 3), "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+                "labelSelector": {"matchLabels": {"app": f"t{t}"}}}]
+        if rng.random() < 0.15:
+            kw["host_ports"] = [8000 + t]
+        if rng.random() < 0.15:
+            kw["requests"] = {**kw["requests"], "nvidia.com/gpu": "1"}
+            kw["limits"] = {"nvidia.com/gpu": "1"}
+        if rng.random() < 0.3:
+            kw["images"] = ["app:1"]
+        templates.append(kw)
+    pods = []
+    for i in range(rng.randint(10, 120)):
+        kw = dict(rng.choice(templates))
+        pods.append(make_pod(f"p{i}", uid="", **kw).raw)
+    return nodes, pods
+
+
+def _placements(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int,
+                cordon: str | None) -> dict[str, str | None]:
+    sim = Simulation(seed=seed, vectorize=vectorize, kubelet=False, record_events=False)
+    assert not sim.load([*nodes, *pods[: len(pods) // 2]])
+    sim.run()
+    if cordon is not None:
+        sim.store.patch("Node", "", cordon, {"spec": {"unschedulable": True}})
+    for p in pods[len(pods) // 2:]:
+        sim.store.create(p)
+    sim.run()
+    return {p.name: p.node_name or None for p in sim.store.items("Pod")}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fast_and_per_node_paths_place_pods_identically(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes, pods = _cluster(rng)
+    cordon = nodes[0]["metadata"]["name"] if rng.random() < 0.5 else None
+    fast = _placements(True, nodes, pods, seed, cordon)
+    slow = _placements(False, nodes, pods, seed, cordon)
+    assert fast == slow
+    assert any(v is not None for v in fast.values())
