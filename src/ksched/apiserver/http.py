@@ -77,6 +77,27 @@ def _bool(v: str | None) -> bool:
     return v is not None and v.lower() in ("1", "true", "yes")
 
 
+def _int(v: Any, name: str) -> int | None:
+    """An integer parameter (query or body) or None; anything else is a 400, as upstream."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | str):
+        raise BadRequest(f"{name}: expected an integer, got {v!r}")
+    try:
+        return int(v)
+    except ValueError as e:
+        raise BadRequest(f"{name}: expected an integer, got {v!r}") from e
+
+
+def _object(v: Any, what: str) -> dict[str, Any]:
+    """An optional JSON object in a request body ({} when absent); anything else is a 400."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise BadRequest(f"{what} must be a JSON object")
+    return v
+
+
 class ApiServer:
     """The HTTP front of a Store. ``start()`` serves from a background thread (tests, ``serve``)."""
 
@@ -381,12 +402,10 @@ class ApiServer:
         return self._render(request, obj)
 
     async def _delete(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str) -> web.Response:
-        opts = await self._body(request) or {}
-        if not isinstance(opts, dict):
-            raise BadRequest("DeleteOptions must be an object")
-        grace = opts.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
-        pre = opts.get("preconditions") or {}
-        obj = self.store.delete(cls, namespace, name, grace_period_seconds=int(grace) if grace is not None else None,
+        opts = _object(await self._body(request), "DeleteOptions")
+        grace = _int(opts.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds")), "gracePeriodSeconds")
+        pre = _object(opts.get("preconditions"), "preconditions")
+        obj = self.store.delete(cls, namespace, name, grace_period_seconds=grace,
                                 uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
         return _json(obj.raw)
 
@@ -404,11 +423,11 @@ class ApiServer:
         body = await self._body(request)
         if not isinstance(body, dict):
             raise BadRequest("a Binding must be a JSON object")
-        md = body.get("metadata") or {}
+        md = _object(body.get("metadata"), "metadata")
         pod_name = name or md.get("name") or ""
         if name and md.get("name") and md["name"] != name:
             raise BadRequest("the name of the Binding does not match the pod name on the URL")
-        target = body.get("target") or {}
+        target = _object(body.get("target"), "target")
         node = target.get("name") or ""
         uid = (md.get("uid") or None)
         self.store.bind(namespace or md.get("namespace") or "default", pod_name, node, uid=uid,
@@ -421,10 +440,9 @@ class ApiServer:
         if cls.KIND == "Pod" and sub == "binding" and m == "POST":
             return await self._binding(request, namespace, name)
         if cls.KIND == "Pod" and sub == "eviction" and m == "POST":
-            body = await self._body(request) or {}
-            opts = body.get("deleteOptions") or {} if isinstance(body, dict) else {}
-            grace = opts.get("gracePeriodSeconds")
-            self.store.evict(namespace, name, int(grace) if grace is not None else None)
+            body = _object(await self._body(request), "an Eviction")
+            opts = _object(body.get("deleteOptions"), "deleteOptions")
+            self.store.evict(namespace, name, _int(opts.get("gracePeriodSeconds"), "gracePeriodSeconds"))
             return _json(_status_ok(code=201), 201)
         if sub == "status":
             if m == "GET":
@@ -458,8 +476,8 @@ class ApiServer:
         rv = q.get("resourceVersion", "")
         bookmarks = _bool(q.get("allowWatchBookmarks"))
         send_initial = _bool(q.get("sendInitialEvents"))
-        timeout_s = q.get("timeoutSeconds")
-        deadline = time.monotonic() + float(timeout_s) if timeout_s else None
+        timeout_s = _int(q.get("timeoutSeconds"), "timeoutSeconds")
+        deadline = time.monotonic() + timeout_s if timeout_s else None
         table = self._wants_table(request)
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                        "Transfer-Encoding": "chunked"})

@@ -414,6 +414,9 @@ class SharedInformer:
 
     def poll(self) -> int:
         """Non-blocking: take what the watch has and deliver it."""
+        w = self.reflector.watch
+        if w is not None and not w.closed and not w.pending() and not self.fifo._queue:
+            return 0  # nothing arrived (the common case in a busy loop)
         self.reflector.poll()
         return self.process()
 

@@ -4,10 +4,9 @@ aggregation an event broadcaster does (a repeat of the same event bumps its coun
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
-from ksched.api.meta import KubeObject, format_micro_time, format_time
+from ksched.api.meta import KubeObject, format_time
 from ksched.apiserver.errors import ApiError
 
 __all__ = ["EventRecorder"]
@@ -43,11 +42,11 @@ class EventRecorder:
                                   {"count": count + 1, "lastTimestamp": format_time(now)})
                 self._seen[key] = (name, count + 1)
                 return
-            if self.deterministic_names:
-                self._counter += 1
-                suffix = f"{self._counter:016x}"
-            else:
-                suffix = uuid.uuid4().hex[:16]
+            # Upstream names events "<object>.<unix nanoseconds in hex>"; a counter keeps names
+            # unique within a second (and deterministic on a virtual clock).
+            self._counter += 1
+            suffix = f"{self._counter:016x}" if self.deterministic_names else \
+                f"{int(now * 1e9) + self._counter:x}"
             name = f"{obj.name}.{suffix}"
             ts = format_time(now)
             self.client.create({
@@ -63,7 +62,6 @@ class EventRecorder:
                 "count": 1,
                 "firstTimestamp": ts,
                 "lastTimestamp": ts,
-                "eventTime": format_micro_time(now),
                 "source": {"component": self.component},
                 "reportingComponent": self.component,
                 "reportingInstance": self.component,

@@ -347,6 +347,10 @@ class Cache:
             snap.table.copy_rows_from(self.table, rows)
             # A freed row counts as changed too: it gets the current generation.
             snap.gen_array[rows] = [snap.generations[r] or self._generation for r in rows]
+            if snap.generation > 0:
+                snap._record_update(snap.generation, rows)
+            else:
+                snap._last_update = None
             snap._refresh_row_values(node_changed)
             self._dirty = set()
         elif snap.table.alloc.shape[1] < len(self.table.cols):

@@ -100,15 +100,15 @@ class NodeTable:
                                         np.asarray(list(pi.requests.values()), dtype=np.int64))
             self.fit(row + 1)
         _, _, idx_arr, vals = cached
+        req_row = self.req[row]  # a view: element updates on it are cheaper than fancy indexing
         if len(idx_arr):
             if sign > 0:
-                self.req[row, idx_arr] += vals
+                req_row[idx_arr] += vals
             else:
-                self.req[row, idx_arr] -= vals
-        self.req[row, PODS] += sign
-        nz = self.nz
-        nz[row, 0] += sign * pi.non_zero[0]
-        nz[row, 1] += sign * pi.non_zero[1]
+                req_row[idx_arr] -= vals
+        req_row[PODS] += sign
+        nz_row = self.nz[row]
+        nz_row += (sign * pi.non_zero[0], sign * pi.non_zero[1])
 
     def clear(self, row: int) -> None:
         if row < self.capacity:
@@ -124,6 +124,12 @@ class NodeTable:
         if not rows:
             return
         ncol = other.alloc.shape[1]
+        if len(rows) <= 4:
+            for r in rows:
+                self.alloc[r, :ncol] = other.alloc[r]
+                self.req[r, :ncol] = other.req[r]
+                self.nz[r] = other.nz[r]
+            return
         idx = np.asarray(rows, dtype=np.int64)
         self.alloc[idx, :ncol] = other.alloc[idx]
         self.req[idx, :ncol] = other.req[idx]

@@ -14,6 +14,7 @@ from ksched.scheduler.framework.types import NodeInfo
 __all__ = ["Snapshot", "zone_key"]
 
 _ROW_VALUES_MAX = 4096
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def zone_key(ni: NodeInfo) -> str:
@@ -40,6 +41,7 @@ class Snapshot:
         # plugins that keep state across cycles find what changed with changed_rows_since().
         self.gen_array = np.zeros(0, dtype=np.int64)
         self._changed_memo: tuple[int, dict[int, np.ndarray]] = (-1, {})
+        self._last_update: tuple[int, np.ndarray] | None = None
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
         # Side lists (upstream's havePodsWithAffinityNodeInfoList, ...), kept per row and updated
@@ -82,6 +84,11 @@ class Snapshot:
         """Rows whose NodeInfo changed (or was freed) after cache generation ``generation``;
         compare with ``self.generation`` (the cache generation this snapshot reflects).
         Memoized until the snapshot next changes (many callers ask for the same generation)."""
+        if generation >= self.generation:
+            return _NO_ROWS
+        last = self._last_update
+        if last is not None and last[0] <= generation:
+            return last[1]  # the common case: asked about the most recent update
         memo = self._changed_memo
         if memo[0] != self.generation:
             memo = self._changed_memo = (self.generation, {})
@@ -89,6 +96,10 @@ class Snapshot:
         if rows is None:
             rows = memo[1][generation] = np.flatnonzero(self.gen_array > generation)
         return rows
+
+    def _record_update(self, previous_generation: int, rows: list[int]) -> None:
+        """The cache moved this snapshot from ``previous_generation`` on, changing ``rows``."""
+        self._last_update = (previous_generation, np.asarray(rows, dtype=np.int64))
 
     @property
     def have_pods_with_affinity(self) -> list[NodeInfo]:

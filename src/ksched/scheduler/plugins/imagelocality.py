@@ -111,9 +111,13 @@ class ImageLocality(ScorePlugin):
         for img in images:
             counts[img] = counts.get(img, 0) + 1
         infos = snapshot.infos
+        present_any = False
         for img, k in counts.items():
             present = snapshot.row_values(("ImageLocality.present", img),
                                           lambda ni, img=img: img in ni.image_states)
+            if not present.any():
+                continue  # on no node at all: adds nothing anywhere
+            present_any = True
             sel = present[rows]
             if not sel.any():
                 continue
@@ -121,6 +125,8 @@ class ImageLocality(ScorePlugin):
             first = int(rows[int(np.argmax(sel))])
             st = infos[first].image_states[img]  # type: ignore[union-attr]
             sums += sel.astype(np.int64) * (k * scaled_image_score(st, total))
+        if not present_any:
+            return sums  # every sum is 0, which scores 0 (below the minimum threshold)
         num_containers = len(images)
         max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
         if max_threshold <= MIN_THRESHOLD:
