@@ -279,7 +279,8 @@ class Store:
         self.accounting = NodeAccounting()
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
-        # Write hooks (persistence): called with (event type, kind, object, rv) under the lock.
+        # Write hooks (persistence): called with (event type, kind, object, rv) under the lock,
+        # before the change is applied or sent to any watch.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
         self._pdb_namespaces: dict[str, int] = {}
         self.pv_controller = PVController(self)  # binds and provisions volumes after PV/PVC/class writes
@@ -313,6 +314,10 @@ class Store:
         kind = cls.KIND
         obj = new if new is not None else old
         assert obj is not None
+        # Hooks (persistence) first: no watcher or reader sees a version before it is durable,
+        # and a write that cannot be persisted (the hook raises) changes nothing.
+        for hook in self.on_commit:
+            hook(etype, kind, obj, rv)
         bucket = self._objects[kind]
         if etype == DELETED:
             bucket.pop(obj.key, None)
@@ -333,8 +338,6 @@ class Store:
         else:
             for w in list(self._watches[kind]):
                 w._offer(etype, old, new, rv)
-        for hook in self.on_commit:
-            hook(etype, kind, obj, rv)
 
     def _next_rv(self) -> int:
         self._rv += 1
