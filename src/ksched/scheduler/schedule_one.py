@@ -93,10 +93,10 @@ class FeasibleNodeFinder:
             return rows, 0
         skip = state.skip_filter_plugins
         plugins = [p for p in fw.filter_plugins if p.name not in skip]
-        cached_plugins = [p for p in plugins if fw.vectorize and getattr(p, "row_local_key", None) is not None]
-        vec_plugins = [p for p in plugins if fw.vectorize and getattr(p, "filter_nodes", None) is not None
-                       and p not in cached_plugins]
-        node_plugins = [p for p in plugins if p not in vec_plugins and p not in cached_plugins]
+        forms = fw.filter_forms()
+        cached_plugins = [p for p in plugins if forms[p.name] == "cached"]
+        vec_plugins = [p for p in plugins if forms[p.name] == "vector"]
+        node_plugins = [p for p in plugins if forms[p.name] == "node"]
         masks: dict[str, np.ndarray] = {}
         mask = np.ones(n, dtype=bool)
         for p in cached_plugins:

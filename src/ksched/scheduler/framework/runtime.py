@@ -131,6 +131,7 @@ class Framework:
         self.waiting_pods: dict[str, WaitingPod] = {}
         # Row-local Filter verdicts and raw Scores reused across cycles (see rowcache.py).
         self.row_cache = RowResultCache()
+        self._forms: dict[tuple[str, bool], Any] = {}
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
         self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
@@ -222,6 +223,40 @@ class Framework:
 
     def queue_sort(self) -> QueueSortPlugin:
         return self.points["queueSort"][0]  # type: ignore[no-any-return]
+
+    def filter_forms(self) -> dict[str, str]:
+        """How each Filter plugin runs: "cached" (row-local results reused across cycles),
+        "vector" (``filter_nodes``) or "node" (``filter`` per node)."""
+        key = ("filter", self.vectorize)
+        forms = self._forms.get(key)
+        if forms is None:
+            forms = {}
+            for p in self.filter_plugins:
+                if self.vectorize and getattr(p, "row_local_key", None) is not None:
+                    forms[p.name] = "cached"
+                elif self.vectorize and getattr(p, "filter_nodes", None) is not None:
+                    forms[p.name] = "vector"
+                else:
+                    forms[p.name] = "node"
+            self._forms[key] = forms
+        return forms
+
+    def score_forms(self) -> list[tuple[ScorePlugin, str, Any, int]]:
+        """(plugin, form, normalize_score or None, weight) per Score plugin, forms as above."""
+        key = ("score", self.vectorize)
+        forms = self._forms.get(key)
+        if forms is None:
+            forms = []
+            for p in self.score_plugins:
+                if self.vectorize and getattr(p, "row_local_key", None) is not None:
+                    form = "cached"
+                elif self.vectorize and getattr(p, "score_nodes", None) is not None:
+                    form = "vector"
+                else:
+                    form = "node"
+                forms.append((p, form, getattr(p, "normalize_score", None), self.score_weights[p.name]))
+            self._forms[key] = forms
+        return forms  # type: ignore[no-any-return]
 
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)
@@ -412,17 +447,14 @@ class Framework:
         total = np.zeros(n, dtype=np.int64)
         skip = state.skip_score_plugins
         rows = nodes.rows
-        for p in self.score_plugins:
+        for p, form, norm, w in self.score_forms():
             if p.name in skip:
                 continue
-            vec = getattr(p, "score_nodes", None)
-            cached = None
-            if self.vectorize and getattr(p, "row_local_key", None) is not None:
-                cached = self.row_cache.raw_scores(p, state, pod, snapshot)
+            cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form == "cached" else None
             if cached is not None:
                 scores = cached[rows]
-            elif vec is not None and self.vectorize:
-                scores = np.asarray(vec(state, pod, snapshot, rows), dtype=np.int64)
+            elif form != "node" and getattr(p, "score_nodes", None) is not None:
+                scores = np.asarray(p.score_nodes(state, pod, snapshot, rows), dtype=np.int64)  # type: ignore[attr-defined]
             else:
                 vals = []
                 for ni in nodes:
@@ -432,7 +464,6 @@ class Framework:
                     vals.append(s)
                 scores = np.asarray(vals, dtype=np.int64)
             raw = scores.copy() if record is not None else None
-            norm = getattr(p, "normalize_score", None)
             if norm is not None:
                 st = norm(state, pod, nodes, scores)
                 if st is not None and st.code != Code.SUCCESS:
@@ -443,7 +474,6 @@ class Framework:
                 return total, Status.as_error(
                     f"plugin \"{p.name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
-            w = self.score_weights[p.name]
             total += scores * w
             if record is not None:
                 record[p.name] = (raw, scores.copy(), scores * w)

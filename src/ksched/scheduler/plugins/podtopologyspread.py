@@ -746,6 +746,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+        self._listers_seen = False
         a = self.args
         defaulting = a.get("defaultingType") or "System"
         if defaulting not in ("System", "List"):
@@ -768,7 +769,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             return _pod_constraints(pod, action)
         if not self.default_constraints:
             return ()
-        if any(self._lister(k) is not None for k in _LISTER_KINDS):
+        if self._have_listers():
             return self._build_default_constraints(pod, action)
         # Without listers the default selector depends on the pod alone: computed once per Pod.
         cache = pod.cached()
@@ -792,6 +793,14 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
                                    int(md) if md is not None else 1, c.get("nodeAffinityPolicy") or HONOR,
                                    c.get("nodeTaintsPolicy") or IGNORE))
         return tuple(out)
+
+    def _have_listers(self) -> bool:
+        """Whether any Service/ReplicaSet/StatefulSet/ReplicationController informer exists (they
+        only ever get added, so a True answer is remembered)."""
+        if self._listers_seen:
+            return True
+        self._listers_seen = any(self._lister(k) is not None for k in _LISTER_KINDS)
+        return self._listers_seen
 
     def _lister(self, kind: str) -> Any:
         factory = getattr(self.handle, "informers", None) if self.handle is not None else None
