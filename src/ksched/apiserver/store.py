@@ -298,8 +298,8 @@ class Store:
 
     def _new_uid(self) -> str:
         if self.deterministic_uids:
-            n = next(self._uid_counter)
-            return str(uuid.UUID(int=n))
+            h = f"{next(self._uid_counter):032x}"
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
         return str(uuid.uuid4())
 
     def _bucket(self, cls: type[KubeObject]) -> dict[str, KubeObject]:

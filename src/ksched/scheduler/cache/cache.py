@@ -240,7 +240,7 @@ class Cache:
             else:
                 # Confirmation: the same pod with the same spec; swap the object in place. The
                 # snapshot's copy keeps the assumed object (same spec) until the node next changes.
-                pi = PodInfo(pod)
+                pi = st.pod_info.with_pod(pod)
                 ni = self.nodes.get(pod.node_name)
                 if ni is not None:
                     ni.replace_pod(st.pod_info, pi)

@@ -52,6 +52,20 @@ class PodInfo:
             self.preferred_affinity_terms = ()
             self.preferred_anti_affinity_terms = ()
 
+    def with_pod(self, pod: Pod) -> PodInfo:
+        """A PodInfo for a newer object of the same pod whose spec did not change (e.g. the
+        bound pod confirming an assumed one): derived values are reused, not recomputed."""
+        pi = PodInfo.__new__(PodInfo)
+        pi.pod = pod
+        pi.requests = self.requests
+        pi.non_zero = self.non_zero
+        pi.required_affinity_terms = self.required_affinity_terms
+        pi.required_anti_affinity_terms = self.required_anti_affinity_terms
+        pi.preferred_affinity_terms = self.preferred_affinity_terms
+        pi.preferred_anti_affinity_terms = self.preferred_anti_affinity_terms
+        pi.table_vector = self.table_vector
+        return pi
+
     def update(self, pod: Pod) -> None:
         self.__init__(pod)  # type: ignore[misc]
 

@@ -747,6 +747,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._listers_seen = False
+        self._listers_checked_at = -2
         a = self.args
         defaulting = a.get("defaultingType") or "System"
         if defaulting not in ("System", "List"):
@@ -799,6 +800,12 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         only ever get added, so a True answer is remembered)."""
         if self._listers_seen:
             return True
+        factory = getattr(self.handle, "informers", None) if self.handle is not None else None
+        infs = getattr(factory, "informers", None)
+        size = len(infs) if isinstance(infs, Mapping) else -1
+        if size == self._listers_checked_at:
+            return False  # no informer was added since we last looked
+        self._listers_checked_at = size
         self._listers_seen = any(self._lister(k) is not None for k in _LISTER_KINDS)
         return self._listers_seen
 
