@@ -183,3 +183,32 @@ def test_run_with_config_schedules_only_its_profiles(cluster: Cluster) -> None:
     cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(c.kubeconfig), "--config", str(bad)),
                         capture_output=True, text=True, env=c.env, timeout=30)
     assert cp.returncode != 0 and "NoSuchPlugin" in cp.stderr
+
+
+def test_run_survives_an_api_server_crash(tmp_path: Path) -> None:
+    """The API server is SIGKILLed and restarted from its data directory: ``ksched run``'s
+    informers come back (rewatch or relist) and it goes on scheduling new pods."""
+    c = Cluster(tmp_path)
+    data = tmp_path / "data"
+    serve_args = ("serve", "--no-scheduler", "--no-kubelet", "--data", str(data), "--listen",
+                  f"127.0.0.1:{c.port}", "--kubeconfig-out", str(c.kubeconfig))
+    try:
+        serve = c.start("serve1", *serve_args)
+        wait_http_ready(c.port, proc=serve)
+        serve.wait_log("kubeconfig:")
+        run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig))
+        run.wait_log("ksched scheduling pods")
+        c.kubectl("create", "-f", "-", stdin=_manifest(node("n1"), pod("before")))
+        wait_for(lambda: c.get_pod("before")["spec"].get("nodeName") == "n1", timeout=20, what="before bound")
+        serve.kill()
+        serve = c.start("serve2", *serve_args)
+        wait_http_ready(c.port, proc=serve)
+        c.kubectl("create", "-f", "-", stdin=_manifest(node("n2", labels={"disk": "ssd"}),
+                                                       pod("after", nodeSelector={"disk": "ssd"})))
+        wait_for(lambda: c.get_pod("after")["spec"].get("nodeName") == "n2", timeout=30, what="after bound")
+        assert c.get_pod("before")["spec"]["nodeName"] == "n1"
+        assert run.alive()
+        assert run.interrupt(timeout=15) == 0
+        assert "Traceback" not in run.log()
+    finally:
+        c.stop()

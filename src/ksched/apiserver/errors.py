@@ -101,7 +101,10 @@ class Invalid(ApiError):
 
     @classmethod
     def of(cls, kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
-        msg = f'{kind} "{name}" is invalid: ' + ", ".join(str(e) for e in errors)
+        # As upstream's NewInvalid: several errors are shown as an aggregate, "[a, b]".
+        unique = list(dict.fromkeys(str(e) for e in errors))
+        details = ", ".join(unique)
+        msg = f'{kind} "{name}" is invalid: ' + (f"[{details}]" if len(unique) > 1 else details)
         causes = [{"reason": e.reason, "message": e.message, "field": e.path} for e in errors]
         return cls(msg, kind=kind, name=name, group=group, causes=causes)
 
