@@ -9,7 +9,6 @@ last of them is bound (or, for workloads with unschedulable pods, has been attem
 
 from __future__ import annotations
 
-import copy
 import gc
 import json
 import os
@@ -17,8 +16,6 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ksched.apiserver.store import Store
@@ -27,84 +24,12 @@ from ksched.client.inprocess import InProcessClient
 from ksched.clock import RealClock
 from ksched.scheduler.config import SchedulerConfiguration, parse_configuration
 from ksched.scheduler.scheduler import Scheduler
+from ksched.sim.workloads import WORKLOADS, Phase, Workload, node_default, pod_default
 
-__all__ = ["WORKLOADS", "Workload", "run_workload"]
+__all__ = ["WORKLOADS", "Phase", "Workload", "node_default", "pod_default", "run_workload"]
 
-# ---------------------------------------------------------------- templates (scheduler_perf)
+Manifest = dict[str, Any]
 
-
-def node_default(i: int, labels: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> dict[str, Any]:
-    cap = {"cpu": "4", "memory": "32Gi", "pods": "110"}
-    if extra:
-        cap.update(extra)
-    name = f"node-{i}"
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "status": {"capacity": cap, "allocatable": dict(cap),
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
-
-
-def pod_default(name: str, namespace: str = "default", cpu: str = "100m", memory: str = "500Mi",
-                labels: dict[str, str] | None = None, priority: int | None = None,
-                spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    res = {"cpu": cpu, "memory": memory}
-    sp: dict[str, Any] = {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
-                                          "ports": [{"containerPort": 80}],
-                                          "resources": {"requests": dict(res), "limits": dict(res)}}]}
-    if priority is not None:
-        sp["priority"] = priority
-    if spec:
-        sp.update(copy.deepcopy(spec))
-    md: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels:
-        md["labels"] = dict(labels)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": sp}
-
-
-# ---------------------------------------------------------------- workloads
-
-
-@dataclass(slots=True)
-class Phase:
-    """Pods of one template: ``count`` of them, in ``namespace``."""
-
-    count: int
-    make: Callable[[str, str], dict[str, Any]]  # (name, namespace) -> pod manifest
-    namespace: str = "default"
-
-
-@dataclass(slots=True)
-class Workload:
-    name: str
-    description: str
-    nodes: int
-    make_node: Callable[[int], dict[str, Any]]
-    init: list[Phase]
-    measured: Phase
-    upstream_threshold: float | None = None
-    small_nodes: int = 500
-    small_init: list[int] = field(default_factory=list)
-    small_measured: int = 1000
-    expect_unschedulable: bool = False
-    config: dict[str, Any] | None = None
-    objects: Callable[[], list[dict[str, Any]]] | None = None  # extra objects (PVs, classes, ...)
-
-
-def _basic() -> Workload:
-    return Workload(
-        "SchedulingBasic", "5000 nodes, 1000 init pods, 10000 measured pods (pod-default)",
-        5000, node_default,
-        [Phase(1000, lambda n, ns: pod_default(n, ns))],
-        Phase(10000, lambda n, ns: pod_default(n, ns)),
-        upstream_threshold=680, small_nodes=500, small_init=[500], small_measured=1000)
-
-
-WORKLOADS: dict[str, Callable[[], Workload]] = {
-    "SchedulingBasic": _basic,
-}
-
-
-# ---------------------------------------------------------------- running
 
 
 def _percentile(xs: list[float], q: float) -> float:
@@ -115,22 +40,33 @@ def _percentile(xs: list[float], q: float) -> float:
     return s[i]
 
 
+def _create(store: Store, made: Manifest | list[Manifest]) -> None:
+    for o in made if isinstance(made, list) else [made]:
+        store.create(o, owned=True)
+
+
 def _create_phase(store: Store, phase: Phase, prefix: str) -> None:
     for i in range(phase.count):
-        store.create(phase.make(f"{prefix}-{i}", phase.namespace))
+        _create(store, phase.make(f"{prefix}-{i}", phase.namespace))
+
+
+def _setup_cluster(store: Store, w: Workload, n_nodes: int) -> None:
+    for i in range(n_nodes):
+        store.create(w.make_node(i), owned=True)
+        if w.node_objects is not None:
+            for o in w.node_objects(i):
+                store.create(o, owned=True)
 
 
 def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | None = None,
                  measured: int | None = None, init: int | None = None,
-                 config: SchedulerConfiguration | None = None) -> dict[str, Any]:
-    """Run one workload in this process; returns the JSON-able result."""
-    n_nodes = nodes if nodes is not None else (w.small_nodes if size == "small" else w.nodes)
-    init_counts = [p.count for p in w.init]
-    if size == "small" and w.small_init:
-        init_counts = list(w.small_init)
-    if init is not None:
-        init_counts = [init] + [0] * (len(init_counts) - 1) if init_counts else [init]
-    n_measured = measured if measured is not None else (w.small_measured if size == "small" else w.measured.count)
+                 config: SchedulerConfiguration | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+    """Run one workload in this process; returns the JSON-able result.
+
+    The measured phase ends when every measured pod is bound, or when nothing more can happen
+    (pods that cannot fit); a workload's routine keeps creating its pods on the wall clock
+    while it runs."""
+    n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
     clock = RealClock()
@@ -139,28 +75,55 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
     informers = InformerFactory(client)
     sched = Scheduler(client, config, clock=clock, informers=informers, seed=seed)
     durations: list[float] = []
-    sched.metrics_observer = durations.append  # type: ignore[attr-defined]
+    sched.metrics_observer = durations.append
     t0 = time.perf_counter()
-    if w.objects is not None:
-        for o in w.objects():
-            store.create(o)
-    for i in range(n_nodes):
-        store.create(w.make_node(i))
+    _setup_cluster(store, w, n_nodes)
     for phase, cnt in zip(w.init, init_counts):
         _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init-{phase.namespace}")
     sched.run_until_idle()
+    store.finalize_expired()
     setup_s = time.perf_counter() - t0
     init_scheduled = sched.scheduled
     _create_phase(store, Phase(n_measured, w.measured.make, w.measured.namespace), "measured")
+    measured_ns = w.measured.namespace
     gc.collect()
     gc.freeze()
     before = sched.scheduled
     attempts_before = len(durations)
+    routine = w.routine
+    routine_created = 0
+    bound_measured = 0
+    bound_names: set[str] = set()
     start = time.perf_counter()
-    sched.run_until_idle()
+    next_routine = start + routine.interval if routine is not None else float("inf")
+    watch = store.watch("Pod", measured_ns, store.resource_version)
+    while True:
+        progressed = sched.step()
+        for ev in watch.drain():
+            o = ev.object
+            if o is not None and o.node_name and o.name.startswith("measured-") and o.name not in bound_names:
+                bound_names.add(o.name)
+                bound_measured += 1
+        now = time.perf_counter()
+        if routine is not None and now >= next_routine:
+            _create(store, routine.make(f"routine-{routine_created}", routine.namespace))
+            routine_created += 1
+            next_routine += routine.interval
+        if store.next_deletion_deadline() is not None:
+            store.finalize_expired()
+        if bound_measured >= n_measured:
+            break
+        if not progressed and sched.idle() and store.next_deletion_deadline() is None:
+            if routine is None or (now - start > 5 * routine.interval and bound_measured == 0):
+                break
+            if routine is not None and not sched.queue.has_poppable():
+                # Only the routine can change anything now: wait for its next pod.
+                time.sleep(max(0.0, min(next_routine - now, 0.05)))
+        if now - start > timeout:
+            break
     elapsed = time.perf_counter() - start
+    watch.stop()
     gc.unfreeze()
-    bound = sched.scheduled - before
     lat = durations[attempts_before:]
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     problems = sched.cache.check_invariants()
@@ -171,9 +134,11 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
         "init_pods": sum(init_counts),
         "init_scheduled": init_scheduled,
         "measured_pods": n_measured,
-        "measured_scheduled": bound,
+        "measured_scheduled": bound_measured,
+        "scheduled_total_during_measure": sched.scheduled - before,
+        "routine_pods": routine_created,
         "seconds": round(elapsed, 4),
-        "pods_per_second": round(bound / elapsed, 1) if elapsed > 0 else None,
+        "pods_per_second": round(bound_measured / elapsed, 1) if elapsed > 0 else None,
         "attempts": len(lat),
         "p50_attempt_ms": round(_percentile(lat, 0.50) * 1000, 3),
         "p99_attempt_ms": round(_percentile(lat, 0.99) * 1000, 3),
@@ -296,11 +261,7 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     error = ""
     try:
         t0 = time.perf_counter()
-        if w.objects is not None:
-            for o in w.objects():
-                store.create(o)
-        for i in range(n_nodes):
-            store.create(w.make_node(i))
+        _setup_cluster(store, w, n_nodes)
         for name in names:
             group.start_instance(name)
         group.start_dispatcher()

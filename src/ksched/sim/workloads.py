@@ -1,0 +1,310 @@
+"""scheduler_perf workloads (test/integration/scheduler_perf): the node and pod templates of
+``templates/`` and the counts of the ``*_test.yaml`` configs, as data for ``ksched bench``.
+
+Each workload: nodes from a template, init pods (scheduled before measuring), measured pods
+(timed), optionally a routine creating pods at a fixed interval while measuring (PreemptionAsync,
+Unschedulable) and extra objects (priority classes, per-pod volumes).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "WORKLOADS",
+    "Phase",
+    "Routine",
+    "Workload",
+    "node_default",
+    "pod_default",
+]
+
+Manifest = dict[str, Any]
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+# ---------------------------------------------------------------- templates
+
+
+def node_default(i: int, labels: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> Manifest:
+    """templates/node-default.yaml: 4 CPU, 32Gi, 110 pods, Ready (allocatable = capacity)."""
+    cap = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    if extra:
+        cap.update(extra)
+    name = f"node-{i}"
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}},
+            "status": {"capacity": cap, "allocatable": dict(cap),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pod_default(name: str, namespace: str = "default", cpu: str = "100m", memory: str = "500Mi",
+                labels: dict[str, str] | None = None, priority: int | None = None,
+                spec: dict[str, Any] | None = None) -> Manifest:
+    """templates/pod-default.yaml: one pause container, requests = limits (100m, 500Mi)."""
+    res = {"cpu": cpu, "memory": memory}
+    sp: dict[str, Any] = {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                          "ports": [{"containerPort": 80}],
+                                          "resources": {"requests": dict(res), "limits": dict(res)}}]}
+    if priority is not None:
+        sp["priority"] = priority
+    if spec:
+        sp.update(copy.deepcopy(spec))
+    md: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        md["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": sp}
+
+
+def _term(color: str, key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"color": color}}, "topologyKey": key,
+            "namespaces": ["sched-1", "sched-0"]}
+
+
+def pod_anti_affinity(name: str, ns: str) -> Manifest:
+    """templates/pod-with-pod-anti-affinity.yaml."""
+    return pod_default(name, ns, labels={"color": "green", "name": "test"}, spec={"affinity": {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("green", HOSTNAME)]}}})
+
+
+def pod_affinity(name: str, ns: str) -> Manifest:
+    """templates/pod-with-pod-affinity.yaml."""
+    return pod_default(name, ns, labels={"color": "blue", "foo": ""}, spec={"affinity": {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("blue", ZONE)]}}})
+
+
+def pod_preferred_affinity(name: str, ns: str) -> Manifest:
+    """templates/pod-with-preferred-pod-affinity.yaml."""
+    return pod_default(name, ns, labels={"color": "red", "foo": ""}, spec={"affinity": {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": _term("red", HOSTNAME)}]}}})
+
+
+def pod_preferred_anti_affinity(name: str, ns: str) -> Manifest:
+    """templates/pod-with-preferred-pod-anti-affinity.yaml."""
+    return pod_default(name, ns, labels={"color": "yellow", "foo": ""}, spec={"affinity": {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": _term("yellow", HOSTNAME)}]}}})
+
+
+def pod_node_affinity(name: str, ns: str) -> Manifest:
+    """templates/pod-with-node-affinity.yaml."""
+    return pod_default(name, ns, spec={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}]}}}})
+
+
+def pod_topology_spreading(name: str, ns: str, when: str = "DoNotSchedule") -> Manifest:
+    """templates/pod-with-topology-spreading.yaml (ScheduleAnyway for the preferred variant)."""
+    return pod_default(name, ns, labels={"color": "blue"}, spec={"topologySpreadConstraints": [{
+        "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": {"color": "blue"}}}]})
+
+
+def pod_low_priority(name: str, ns: str) -> Manifest:
+    """templates/pod-low-priority.yaml: 900m / 500Mi, priority 0, terminationGracePeriodSeconds 0."""
+    return pod_default(name, ns, cpu="900m", memory="500Mi", priority=0,
+                       spec={"terminationGracePeriodSeconds": 0})
+
+
+def pod_high_priority(name: str, ns: str) -> Manifest:
+    """templates/pod-high-priority.yaml: priority 10, 3000m / 500Mi."""
+    return pod_default(name, ns, cpu="3000m", memory="500Mi", priority=10)
+
+
+def pod_high_priority_large_cpu(name: str, ns: str) -> Manifest:
+    """templates/pod-high-priority-large-cpu.yaml: priority 10, 9 CPU (more than any node)."""
+    return pod_default(name, ns, cpu="9", memory="500Mi", priority=10)
+
+
+def pod_with_csi_pv(name: str, ns: str) -> list[Manifest]:
+    """A pod with its own PersistentVolumeClaim bound to a CSI PersistentVolume (pv-csi.yaml,
+    pvc.yaml)."""
+    pv_name = f"pv-{ns}-{name}"
+    pvc_name = f"pvc-{name}"
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"],
+                   "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                   "claimRef": {"namespace": ns, "name": pvc_name},
+                   "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{ns}-{name}"}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": pvc_name, "namespace": ns},
+           "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": pv_name,
+                    "resources": {"requests": {"storage": "1Gi"}}}}
+    pod = pod_default(name, ns, spec={"volumes": [{"name": "vol", "persistentVolumeClaim": {"claimName": pvc_name}}]})
+    return [pv, pvc, pod]
+
+
+def csinode(i: int) -> Manifest:
+    """The CSINode scheduler_perf creates for each node (nodeAllocatableStrategy: 39 EBS volumes)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": f"node-{i}"},
+            "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": f"node-{i}",
+                                  "allocatable": {"count": 39}}]}}
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass(slots=True)
+class Phase:
+    """``count`` pods of one template in ``namespace``; ``make(name, namespace)`` returns the
+    pod manifest, or a list of manifests (the pod last) when the pod needs other objects."""
+
+    count: int
+    make: Callable[[str, str], Manifest | list[Manifest]]
+    namespace: str = "default"
+
+
+@dataclass(slots=True)
+class Routine:
+    """Pods created every ``interval`` seconds while the measured pods are being scheduled."""
+
+    interval: float
+    make: Callable[[str, str], Manifest]
+    namespace: str = "default"
+
+
+@dataclass(slots=True)
+class Workload:
+    name: str
+    description: str
+    nodes: int
+    make_node: Callable[[int], Manifest]
+    init: list[Phase]
+    measured: Phase
+    upstream_threshold: float | None = None
+    small_nodes: int = 500
+    small_init: list[int] = field(default_factory=list)
+    small_measured: int = 1000
+    config: dict[str, Any] | None = None
+    node_objects: Callable[[int], list[Manifest]] | None = None  # per node (CSINode)
+    routine: Routine | None = None
+
+
+def _zone1(i: int) -> Manifest:
+    return node_default(i, labels={ZONE: "zone1"})
+
+
+def _moons(i: int) -> Manifest:
+    return node_default(i, labels={ZONE: f"moon-{i % 3 + 1}"})
+
+
+def _basic() -> Workload:
+    return Workload("SchedulingBasic", "5000 nodes, 1000 init pods, 10000 measured pods (pod-default)",
+                    5000, node_default, [Phase(1000, pod_default)], Phase(10000, pod_default),
+                    upstream_threshold=680, small_init=[500], small_measured=1000)
+
+
+def _anti_affinity() -> Workload:
+    return Workload("SchedulingPodAntiAffinity",
+                    "5000 nodes, 1000 init + 2000 measured pods with required anti-affinity by hostname",
+                    5000, node_default, [Phase(1000, pod_anti_affinity, "sched-0")],
+                    Phase(2000, pod_anti_affinity, "sched-1"),
+                    upstream_threshold=60, small_init=[100], small_measured=400)
+
+
+def _affinity() -> Workload:
+    return Workload("SchedulingPodAffinity",
+                    "5000 nodes in zone1, 5000 init + 5000 measured pods with required affinity by zone",
+                    5000, _zone1, [Phase(5000, pod_affinity, "sched-0")], Phase(5000, pod_affinity, "sched-1"),
+                    upstream_threshold=35, small_init=[500], small_measured=500)
+
+
+def _preferred_affinity() -> Workload:
+    return Workload("SchedulingPreferredPodAffinity",
+                    "5000 nodes, 5000 init + 5000 measured pods with preferred affinity by hostname",
+                    5000, node_default, [Phase(5000, pod_preferred_affinity, "sched-0")],
+                    Phase(5000, pod_preferred_affinity, "sched-1"),
+                    upstream_threshold=90, small_init=[500], small_measured=500)
+
+
+def _preferred_anti_affinity() -> Workload:
+    return Workload("SchedulingPreferredPodAntiAffinity",
+                    "5000 nodes, 5000 init + 5000 measured pods with preferred anti-affinity by hostname",
+                    5000, node_default, [Phase(5000, pod_preferred_anti_affinity, "sched-0")],
+                    Phase(5000, pod_preferred_anti_affinity, "sched-1"),
+                    upstream_threshold=90, small_init=[500], small_measured=500)
+
+
+def _node_affinity() -> Workload:
+    return Workload("SchedulingNodeAffinity",
+                    "5000 nodes in zone1, 5000 init + 10000 measured pods with required node affinity",
+                    5000, _zone1, [Phase(5000, pod_node_affinity)], Phase(10000, pod_node_affinity),
+                    upstream_threshold=220, small_init=[500], small_measured=1000)
+
+
+def _topology_spreading() -> Workload:
+    return Workload("TopologySpreading",
+                    "5000 nodes over 3 zones, 5000 init pods, 5000 measured pods spread by zone (DoNotSchedule)",
+                    5000, _moons, [Phase(5000, pod_default)], Phase(5000, pod_topology_spreading),
+                    upstream_threshold=460, small_init=[1000], small_measured=1000)
+
+
+def _preferred_topology_spreading() -> Workload:
+    return Workload("PreferredTopologySpreading",
+                    "5000 nodes over 3 zones, 5000 init pods, 5000 measured pods spread by zone (ScheduleAnyway)",
+                    5000, _moons, [Phase(5000, pod_default)],
+                    Phase(5000, lambda n, ns: pod_topology_spreading(n, ns, "ScheduleAnyway")),
+                    upstream_threshold=340, small_init=[1000], small_measured=1000)
+
+
+def _csi_pvs() -> Workload:
+    return Workload("SchedulingCSIPVs",
+                    "5000 nodes with CSI limits, 5000 init + 5000 measured pods each with its own CSI PV",
+                    5000, node_default, [Phase(5000, pod_with_csi_pv)], Phase(5000, pod_with_csi_pv),
+                    upstream_threshold=100, small_init=[500], small_measured=500, node_objects=lambda i: [csinode(i)])
+
+
+def _mixed() -> Workload:
+    return Workload("MixedSchedulingBasePod",
+                    "5000 nodes in zone1; 2000 init pods of each of 5 kinds, 5000 measured pod-default",
+                    5000, _zone1,
+                    [Phase(2000, pod_default, "sched-0"), Phase(2000, pod_affinity, "sched-0"),
+                     Phase(2000, pod_anti_affinity, "sched-0"), Phase(2000, pod_preferred_affinity, "sched-0"),
+                     Phase(2000, pod_preferred_anti_affinity, "sched-0")],
+                    Phase(5000, pod_default, "sched-1"),
+                    upstream_threshold=140, small_init=[200, 200, 200, 200, 200], small_measured=500)
+
+
+def _preemption_basic() -> Workload:
+    return Workload("PreemptionBasic",
+                    "1000 nodes full of low-priority pods (4000), 1000 high-priority pods that must preempt",
+                    1000, node_default, [Phase(4000, pod_low_priority)], Phase(1000, pod_high_priority),
+                    small_nodes=500, small_init=[2000], small_measured=500)
+
+
+def _preemption_async() -> Workload:
+    return Workload("PreemptionAsync",
+                    "5000 nodes with 20000 low-priority pods, 5000 measured pod-default, a high-priority "
+                    "preemptor every 200 ms",
+                    5000, node_default, [Phase(20000, pod_low_priority)], Phase(5000, pod_default),
+                    upstream_threshold=570, small_init=[2000], small_measured=1000,
+                    routine=Routine(0.2, pod_high_priority))
+
+
+def _unschedulable() -> Workload:
+    return Workload("Unschedulable",
+                    "5000 nodes, 100 unschedulable 9-CPU pods, 10000 measured pod-default, another 9-CPU pod "
+                    "every 200 ms",
+                    5000, node_default, [Phase(100, pod_high_priority_large_cpu)], Phase(10000, pod_default),
+                    upstream_threshold=590, small_init=[100], small_measured=1000,
+                    routine=Routine(0.2, pod_high_priority_large_cpu))
+
+
+WORKLOADS: dict[str, Callable[[], Workload]] = {
+    "SchedulingBasic": _basic,
+    "SchedulingPodAntiAffinity": _anti_affinity,
+    "SchedulingPodAffinity": _affinity,
+    "SchedulingPreferredPodAffinity": _preferred_affinity,
+    "SchedulingPreferredPodAntiAffinity": _preferred_anti_affinity,
+    "SchedulingNodeAffinity": _node_affinity,
+    "TopologySpreading": _topology_spreading,
+    "PreferredTopologySpreading": _preferred_topology_spreading,
+    "SchedulingCSIPVs": _csi_pvs,
+    "MixedSchedulingBasePod": _mixed,
+    "PreemptionBasic": _preemption_basic,
+    "PreemptionAsync": _preemption_async,
+    "Unschedulable": _unschedulable,
+}
