@@ -78,8 +78,8 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
     sched.metrics_observer = durations.append
     t0 = time.perf_counter()
     _setup_cluster(store, w, n_nodes)
-    for phase, cnt in zip(w.init, init_counts):
-        _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init-{phase.namespace}")
+    for j, (phase, cnt) in enumerate(zip(w.init, init_counts)):
+        _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init{j}")
     sched.run_until_idle()
     store.finalize_expired()
     setup_s = time.perf_counter() - t0
@@ -271,8 +271,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
                 raise RuntimeError(f"instances did not start: {group.alive()}")
             time.sleep(0.05)
         n_init = 0
-        for phase, cnt in zip(w.init, init_counts):
-            _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init-{phase.namespace}")
+        for j, (phase, cnt) in enumerate(zip(w.init, init_counts)):
+            _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init{j}")
             n_init += cnt
         if not watch.wait_for(n_init, timeout):
             raise RuntimeError(f"init pods not bound in {timeout}s ({len(watch.bound)}/{n_init})")

@@ -1,0 +1,56 @@
+"""``ksched bench`` runs every workload (tiny sizes here; the real figures come from
+`ksched bench`, see docs/benchmarks.md) and reports what it promises."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from ksched.cli.main import main
+from ksched.sim.bench import WORKLOADS, run_workload
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_workload_runs_on_a_tiny_cluster(name: str) -> None:
+    w = WORKLOADS[name]()
+    # Preemption workloads fill every node with 4 low-priority pods first; a PreemptionBasic
+    # node then holds one high-priority pod.
+    nodes, init, measured = {"PreemptionBasic": (10, 40, 10), "PreemptionAsync": (10, 40, 20)}.get(name, (40, 20, 20))
+    out = run_workload(w, "small", nodes=nodes, measured=measured, init=init, timeout=60)
+    assert out["workload"] == name
+    assert out["measured_scheduled"] == measured, out
+    assert out["pods_per_second"] and out["pods_per_second"] > 0
+    assert out["cache_consistent"]
+    assert out["p99_attempt_ms"] >= out["p50_attempt_ms"] > 0
+    assert out["peak_rss_mib"] > 0
+
+
+def test_preemption_basic_preempts() -> None:
+    """Each measured high-priority pod (3 CPU) needs 3 of a node's 4 low-priority pods gone."""
+    w = WORKLOADS["PreemptionBasic"]()
+    out = run_workload(w, "small", nodes=5, measured=5, init=20, timeout=60)
+    assert out["init_scheduled"] == 20
+    assert out["measured_scheduled"] == 5
+
+
+def test_cli_lists_and_prints_json() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["bench", "--list"]) == 0
+    listed = buf.getvalue()
+    for name in WORKLOADS:
+        assert name in listed
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["bench", "SchedulingBasic", "--nodes", "20", "--pods", "30", "--init-pods", "10"]) == 0
+    d = json.loads(buf.getvalue().strip().splitlines()[-1])
+    assert d["workload"] == "SchedulingBasic" and d["nodes"] == 20 and d["measured_scheduled"] == 30
+    assert set(d) >= {"pods_per_second", "p50_attempt_ms", "p99_attempt_ms", "peak_rss_mib", "config"}
+
+
+def test_unknown_workload_is_an_error() -> None:
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(["bench", "NoSuchWorkload"]) == 2
