@@ -25,6 +25,7 @@ informers in the background.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue as _queue
 import threading
@@ -92,7 +93,7 @@ class Dispatcher:
         self._inflight_load: dict[str, int] = {}
         self.workers = max(1, workers)
         self._executor: ThreadPoolExecutor | None = None
-        self._completed: _queue.SimpleQueue[tuple[str, str, str, Any]] = _queue.SimpleQueue()
+        self._completed: _queue.SimpleQueue[tuple[str, str, str, str, Any]] = _queue.SimpleQueue()
         self.dispatched = 0
         self.redispatched = 0
         self.patch_conflicts = 0
@@ -274,13 +275,14 @@ class Dispatcher:
         g = pod.labels.get(GROUP_LABEL)
         if g:
             self._groups.setdefault((pod.namespace, g), {})[key] = name
+        rv = pod.resource_version
         if self._executor is None:
-            self._complete(key, name, cur, self._patch(pod, name))
+            self._complete(key, name, cur, rv, self._patch(pod, name))
             return
         fut = self._executor.submit(self._patch, pod, name)
 
-        def done(f: Any, key: str = key, name: str = name, cur: str = cur) -> None:
-            self._completed.put((key, name, cur, f.result()))
+        def done(f: Any, key: str = key, name: str = name, cur: str = cur, rv: str = rv) -> None:
+            self._completed.put((key, name, cur, rv, f.result()))
             self._wake.set()
 
         fut.add_done_callback(done)
@@ -294,7 +296,8 @@ class Dispatcher:
         except ApiError as e:
             return e
 
-    def _complete(self, key: str, name: str, cur: str, result: Any) -> None:
+    def _complete(self, key: str, name: str, cur: str, rv: str, result: Any) -> None:
+        """A patch answered. ``rv``: the version of the pod it was sent against."""
         self._inflight.pop(key, None)
         left = self._inflight_load.get(name, 0) - 1
         if left > 0:
@@ -309,24 +312,27 @@ class Dispatcher:
                 self.dispatched += 1
             self._on_pod(result)
         elif isinstance(result, (Conflict, NotFound)):
-            # Changed or gone meanwhile: decided again on the newest state the informer has.
+            # Changed or gone meanwhile: decided again once the informer shows the newer state
+            # (now, if it already does; else when its event arrives).
             self.patch_conflicts += 1
         else:
             log.warning("dispatching %s to %s failed: %s", key, name, result)
             self.api_failures += 1
             self._failed = True
         pod = self.pending.get(key)
-        if pod is not None and pod.annotations.get(INSTANCE_ANNOTATION, "") not in self._live:
+        if pod is None or pod.annotations.get(INSTANCE_ANNOTATION, "") in self._live:
+            return
+        if not isinstance(result, (Conflict, NotFound)) or pod.resource_version != rv:
             self._todo[key] = None
 
     def _drain_completed(self) -> int:
         n = 0
         while True:
             try:
-                key, name, cur, result = self._completed.get_nowait()
+                key, name, cur, rv, result = self._completed.get_nowait()
             except _queue.Empty:
                 return n
-            self._complete(key, name, cur, result)
+            self._complete(key, name, cur, rv, result)
             n += 1
 
     def dispatch(self, limit: int | None = None) -> int:
@@ -337,12 +343,14 @@ class Dispatcher:
         if not self._todo:
             return 0
         live = self.live_instances()
+        batch = list(self._todo) if limit is None else list(itertools.islice(self._todo, limit))
         n = 0
-        while self._todo and (limit is None or n < limit) and not self._failed:
-            key = next(iter(self._todo))
-            del self._todo[key]
-            n += 1
-            self._dispatch_one(key, live)
+        for key in batch:
+            if self._failed:
+                break
+            if self._todo.pop(key, 0) is None:
+                n += 1
+                self._dispatch_one(key, live)
         return n
 
     # ---------------------------------------------------------------- loops
