@@ -17,7 +17,6 @@ from ksched.clock import VirtualClock
 from ksched.dispatch.instance import (
     INSTANCE_ANNOTATION,
     InstanceRegistration,
-    SchedulerInstance,
     instance_from_lease,
     validate_instance_name,
 )
