@@ -146,27 +146,35 @@ class Cluster:
         inst = self.zombies.pop(name)
         return inst.scheduler.run_bindings()
 
+    def round(self, poll_prob: float = 0.3) -> bool:
+        """One round: the dispatcher steps, then each live instance in random order either polls
+        its informers and runs a step, or runs a scheduling cycle on the view it has."""
+        moved = self.dispatcher.step()
+        order = self.alive
+        self.rng.shuffle(order)
+        for inst in order:
+            s = inst.scheduler
+            if self.rng.random() < poll_prob:
+                moved = s.step() or moved
+            else:
+                moved = s.schedule_one() or moved
+                moved = s.run_bindings() > 0 or moved
+        return moved
+
+    def rounds(self, n: int, poll_prob: float = 0.3) -> None:
+        for _ in range(n):
+            self.round(poll_prob)
+
     def race(self, poll_prob: float = 0.3, max_rounds: int = 20000) -> int:
-        """Step the dispatcher and the live instances in random order until nothing moves."""
+        """Rounds until nothing moves and every watch has been caught up with."""
         rounds = 0
         quiet = 0
         while rounds < max_rounds:
             rounds += 1
-            moved = self.dispatcher.step()
-            order = self.alive
-            self.rng.shuffle(order)
-            for inst in order:
-                s = inst.scheduler
-                if self.rng.random() < poll_prob:
-                    moved = s.step() or moved
-                else:
-                    moved = s.schedule_one() or moved
-                    moved = s.run_bindings() > 0 or moved
-            if moved:
+            if self.round(poll_prob):
                 quiet = 0
                 continue
             quiet += 1
-            # Quiet once, then make every instance catch up with its watch before deciding.
             if quiet >= 2 and self.dispatcher.idle() and all(i.scheduler.idle() for i in self.alive):
                 return rounds
             for inst in self.alive:
