@@ -108,16 +108,22 @@ class FeasibleNodeFinder:
             masks[p.name] = m
             mask &= m
         # Nodes with nominated pods are evaluated per node, twice (with and without them).
+        # A node the vectorized filters already reject fails the second pass (without the
+        # nominated pods) anyway, so only nodes they accept need the per-node passes.
         nominated_pos: set[int] = set()
         nom = fw.nominator
         if nom is not None and len(nom):
-            row_pos = {int(r): i for i, r in enumerate(rows.tolist())}
+            pos_of = np.full(len(snap.infos), -1, dtype=np.int64)
+            pos_of[rows] = np.arange(n, dtype=np.int64)
             for node_name in list(nom.by_node):
                 r = snap.row_of.get(node_name)
-                if r is None or r not in row_pos:
+                if r is None:
+                    continue
+                pos = int(pos_of[r])
+                if pos < 0 or not mask[pos]:
                     continue
                 if fw.nominated_pods_to_add(pod, node_name):
-                    nominated_pos.add(row_pos[r])
+                    nominated_pos.add(pos)
         statuses: dict[int, Status] = {}  # position -> status of a node checked per node
         feasible: list[int] = []
         processed = n
@@ -163,6 +169,8 @@ class FeasibleNodeFinder:
         infos = self.snapshot.infos
         feasible = set(feasible_rows.tolist())
         limit = len(rows) if explain is not None else processed
+        nom = fw.nominator
+        has_nominated = nom is not None and len(nom) > 0
         for pos in range(limit):
             r = int(rows[pos])
             ni = infos[r]
@@ -173,7 +181,9 @@ class FeasibleNodeFinder:
                 continue
             st = statuses.get(pos)
             if st is None:
-                if pos in nominated_pos:
+                # Nodes with nominated pods report the first pass's status (with them), as
+                # upstream, even where the vectorized filters alone already rejected the node.
+                if pos in nominated_pos or (has_nominated and fw.nominated_pods_to_add(pod, ni.name)):
                     st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
                 else:
                     st = None
