@@ -113,8 +113,8 @@ class Cluster:
             self.store.create(o)
 
     def add_instance(self, name: str, labels: dict[str, str] | None = None, partition_label: str = "",
-                     partition: str = "") -> SchedulerInstance:
-        inst = SchedulerInstance(InProcessClient(self.store), name, labels=labels, partition_label=partition_label,
+                     partition: str = "", client: InProcessClient | None = None) -> SchedulerInstance:
+        inst = SchedulerInstance(client or InProcessClient(self.store), name, labels=labels, partition_label=partition_label,
                                  partition=partition, clock=self.clock, seed=self.rng.randrange(1 << 30),
                                  lease_duration=self.lease_duration, record_events=False)
         assert inst.register()
