@@ -6,6 +6,8 @@ server-side Tables, bearer-token auth, TLS, and bad requests that must store not
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import ssl
 import time
 from collections.abc import Iterator
@@ -427,6 +429,38 @@ def test_watch_resume_after_server_closes_the_stream(api: Http, store: Store) ->
     store.create(pod("c"))
     with api.stream(f"{PODS}?watch=1&resourceVersion={last}&timeoutSeconds=1") as w:
         assert [e["object"]["metadata"]["name"] for e in w.rest()] == ["c"]
+
+
+def test_clients_that_hang_up_at_once_are_not_server_errors(api: Http, store: Store, server: ApiServer,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    store.create(pod("a"))
+    old = store.resource_version
+    store.create(pod("b"))
+    store.compact()
+    caplog.set_level(logging.DEBUG, logger="ksched.apiserver.http")
+    handled = [0]
+    real = server._watch
+
+    async def counting(*args: Any) -> Any:
+        try:
+            return await real(*args)
+        finally:
+            handled[0] += 1
+
+    server._watch = counting  # type: ignore[method-assign]
+    for path in (f"{PODS}?watch=1", f"{PODS}?watch=1&resourceVersion={old}"):
+        for _ in range(10):
+            with socket.create_connection(("127.0.0.1", api.port)) as c:
+                c.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    deadline = time.monotonic() + 5
+    while handled[0] < 20 and time.monotonic() < deadline:
+        store.create(pod(f"x{time.monotonic_ns()}"))  # an event makes a writer notice a gone client
+        time.sleep(0.05)
+    assert handled[0] == 20
+    time.sleep(0.1)
+    assert not server._open_watches and not store._watches["Pod"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert api.get("/healthz")[0] == 200
 
 
 def test_watch_table_events_for_kubectl_get_w(api: Http, store: Store) -> None:

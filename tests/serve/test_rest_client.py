@@ -5,6 +5,7 @@ resourceVersion and relist on 410 Gone; leader election works through it."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -261,6 +262,73 @@ def test_watch_of_an_expired_version_raises_gone(client: RestClient, store: Stor
     assert ei.value.code == 410
     w = client.watch("Pod", resource_version=str(store.resource_version))
     w.stop()
+
+
+def test_gone_is_raised_even_when_the_server_answers_slowly(client: RestClient, server: ApiServer,
+                                                            store: Store) -> None:
+    store.create(pod("a"))
+    old = str(store.resource_version)
+    store.create(pod("b"))
+    store.compact()
+    real = server._watch
+
+    async def slow(*args: Any) -> Any:
+        await asyncio.sleep(0.3)  # a busy server: the answer comes well after the request
+        return await real(*args)
+
+    server._watch = slow  # type: ignore[method-assign]
+    with pytest.raises(E.Gone):
+        client.watch("Pod", resource_version=old)
+    w = client.watch("Pod", resource_version=str(store.resource_version))
+    try:
+        store.create(pod("c"))
+        evs = _collect(w, 1)
+        assert [(e.type, e.object.name) for e in evs] == [("ADDED", "c")]
+    finally:
+        w.stop()
+
+
+def test_a_refused_watch_raises_its_error(client: RestClient, server: ApiServer, tmp_path: Path) -> None:
+    with pytest.raises(E.BadRequest):
+        client.watch("Pod", field_selector=parse_field_selector("spec.containers=x"))
+    anon = RestClient(kubeconfig=str(write_kubeconfig(tmp_path / "anon", server.url)))
+    with pytest.raises(E.Unauthorized):
+        anon.watch("Pod")
+
+
+def test_watch_restarts_never_hand_one_connection_to_two_requests(client: RestClient, server: ApiServer,
+                                                                  store: Store) -> None:
+    """Each watch releases its connection to the pool once: a connection released twice would be
+    given to two requests at the same time (the server then sees requests on a closing
+    connection and urllib3 retries them)."""
+    store.create(pod("a"))
+    old = str(store.resource_version)
+    store.create(pod("b"))
+    store.compact()
+    served = [0]
+    real = server._watch
+
+    async def counting(*args: Any) -> Any:
+        served[0] += 1
+        return await real(*args)
+
+    server._watch = counting  # type: ignore[method-assign]
+    calls = 0
+    for i in range(40):
+        calls += 1
+        with pytest.raises(E.Gone):
+            client.watch("Pod", resource_version=old)
+        calls += 1
+        w = client.watch("Pod", resource_version=str(store.resource_version))
+        if i % 2:
+            store.create(pod(f"p{i}"))
+            assert _collect(w, 1)
+        w.stop()
+        w._thread.join(5)
+        assert not w._thread.is_alive()
+    pooled = [c for pool in client.pool.pools._container.values() for c in pool.pool.queue if c is not None]
+    assert len(pooled) == len({id(c) for c in pooled}), "a connection is in the pool twice"
+    assert served[0] == calls
 
 
 def test_watch_stream_end_closes_the_watch(client: RestClient, store: Store) -> None:

@@ -481,12 +481,18 @@ class ApiServer:
         table = self._wants_table(request)
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                        "Transfer-Encoding": "chunked"})
-        await resp.prepare(request)
+        try:
+            await resp.prepare(request)
+        except ConnectionResetError:
+            return resp  # the client went away before the stream started: nothing to serve
         try:
             w = self.store.watch(cls, namespace or None, rv, ls, fs, bookmarks=bookmarks)
         except ApiError as e:
-            await resp.write(json.dumps({"type": "ERROR", "object": e.status()}).encode() + b"\n")
-            await resp.write_eof()
+            try:
+                await resp.write(json.dumps({"type": "ERROR", "object": e.status()}).encode() + b"\n")
+                await resp.write_eof()
+            except ConnectionResetError:
+                pass
             return resp
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()

@@ -102,6 +102,9 @@ class RestWatch:
         self.closed = False
         self.notify: Any = None
         self._resp: Any = None
+        self._error: E.ApiError | None = None
+        # Set once the server has answered the request (or it failed): watch() waits for it.
+        self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(url,), name=f"watch-{kind.PLURAL}", daemon=True)
         self._thread.start()
 
@@ -119,8 +122,16 @@ class RestWatch:
         try:
             import urllib3
 
-            resp = self.client._request("GET", url, stream=True, timeout=urllib3.Timeout(connect=10, read=None))
+            try:
+                resp = self.client._request("GET", url, stream=True,
+                                            timeout=urllib3.Timeout(connect=10, read=None))
+            except E.ApiError as e:  # the server refused the watch (400, 401, ...)
+                self._error = e
+                raise
             self._resp = resp
+            self._started.set()
+            if self.closed:  # stopped while the request was on its way
+                return
             buf = b""
             for chunk in resp.stream(64 * 1024, decode_content=True):
                 if self.closed:
@@ -134,9 +145,8 @@ class RestWatch:
                     t = d.get("type")
                     o = d.get("object") or {}
                     if t == "ERROR":
-                        err = _api_error(int(o.get("code") or 500), json.dumps(o))
+                        self._error = _api_error(int(o.get("code") or 500), json.dumps(o))
                         self._push(WatchEvent("ERROR", None, 0))
-                        self._error = err
                         return
                     md = o.get("metadata") or {}
                     rv = int(md.get("resourceVersion") or 0)
@@ -148,9 +158,19 @@ class RestWatch:
             if not self.closed:
                 log.debug("watch of %s ended: %s", self.kind.PLURAL, e)
         finally:
+            # This thread alone closes the response and gives its (closed) connection back to the
+            # pool, exactly once: a connection released twice would be handed to two requests.
+            r = self._resp
+            if r is not None:
+                try:
+                    r.close()
+                    r.release_conn()
+                except Exception:  # the connection may already be gone
+                    pass
             with self._cond:
                 self.closed = True
                 self._cond.notify_all()
+            self._started.set()
             n = self.notify
             if n is not None:
                 n()
@@ -176,20 +196,15 @@ class RestWatch:
         self.closed = True
         r = self._resp
         if r is not None:
-            # Shut the socket down first: closing the response while the reader thread is blocked
-            # in it waits for the reader's buffer lock, i.e. for the next event on an idle watch
-            # (up to a bookmark interval), so stopping an informer could hang for a minute.
+            # Shut the socket down: the reader thread, blocked on an idle stream, wakes up at
+            # once (closing the response from here would wait for the reader's buffer lock, i.e.
+            # for the next event) and closes and releases the response itself.
             sock = getattr(getattr(r, "connection", None), "sock", None)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-            try:
-                r.close()
-                r.release_conn()
-            except Exception:  # the connection may already be gone
-                pass
 
 
 class RestClient:
@@ -290,13 +305,19 @@ class RestClient:
         if resource_version:
             extra["resourceVersion"] = resource_version
         w = RestWatch(self, _path(cls, namespace) + self._query(label_selector, field_selector, extra), cls)
-        # A version the server no longer has comes back as an ERROR event: surface it as Gone.
+        # A refused watch raises its error. A version the server no longer has comes back as an
+        # ERROR event right after the response headers: surface it as Gone.
+        w._started.wait(self.timeout)
         first = w.next(timeout=0.05)
+        if first is None and w._error is not None:
+            w.stop()
+            raise w._error
         if first is not None:
             if first.type == "ERROR":
                 w.stop()
-                raise getattr(w, "_error", E.Gone("too old resource version"))
-            w._events.appendleft(first)
+                raise w._error or E.Gone("too old resource version")
+            with w._cond:
+                w._events.appendleft(first)
         return w
 
     def get(self, kind: str, namespace: str, name: str) -> KubeObject:
