@@ -51,8 +51,6 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 # Upstream's clearNominatedNode: a failure outside PostFilter drops the pod's nomination.
 CLEAR_NOMINATION = PostFilterResult("", PostFilterResult.MODE_OVERRIDE)
 REASON_SCHEDULER_ERROR = "SchedulerError"
-# Binding conflicts (another scheduler took the room) are retried at once this many times in a row.
-MAX_IMMEDIATE_CONFLICT_RETRIES = 3
 _VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
 
 
@@ -148,7 +146,6 @@ class Scheduler:
         self.scheduled = 0
         self.failed_attempts = 0
         self.metrics_observer: Callable[[float], None] | None = None
-        self._conflict_retries: dict[str, int] = {}
         add_all_event_handlers(self)
         self._attempt_counters: dict[tuple[str, str], Any] = {}
         # scheduler_pending_pods{queue}: computed when scraped.
@@ -378,7 +375,6 @@ class Scheduler:
             # in flight, so the events seen meanwhile decide where it goes back to.
             self.queue.done(pod)
         if task.status is None:
-            self._conflict_retries.pop(pod.uid or pod.key, None)
             self.cache.finish_binding(pod)
             self.scheduled += 1
             self.events.event(task.qpi.pod, "Normal", "Scheduled", "Binding",
@@ -389,12 +385,9 @@ class Scheduler:
         self._forget(pod)
         qpi = task.qpi
         err = st.error
-        uid = pod.uid or pod.key
-        if isinstance(err, Conflict) and "pods/binding" in str(err) and \
-                self._conflict_retries.get(uid, 0) < MAX_IMMEDIATE_CONFLICT_RETRIES:
-            # The conflict resolver refused: another instance took the room. Fail fast, retry now
-            # (a few times; a conflict that keeps coming back is retried with backoff instead).
-            self._conflict_retries[uid] = self._conflict_retries.get(uid, 0) + 1
+        if isinstance(err, Conflict) and "pods/binding" in str(err):
+            # The conflict resolver refused: another instance took the room. Fail fast, retry now,
+            # with no backoff penalty: the informer shows the other binding by the next attempt.
             self.metrics.binding_conflicts.inc()
             self.events.event(qpi.pod, "Warning", "FailedScheduling", "Scheduling",
                               f"Binding rejected: {err.message}")
@@ -402,10 +395,7 @@ class Scheduler:
             qpi.pending_plugins = set()
             self.queue.requeue_after_conflict(qpi)
             return
-        self._conflict_retries.pop(uid, None)
-        if isinstance(err, Conflict) and "pods/binding" in str(err):
-            self.metrics.binding_conflicts.inc()
-        elif isinstance(err, ApiError):
+        if isinstance(err, ApiError):
             self.metrics.binding_errors.inc()
         if st.is_rejected():
             # Deferred and without the pod itself, as upstream (its own hints would requeue it).
