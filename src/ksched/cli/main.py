@@ -682,10 +682,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_gc() -> None:
+    """Fewer cyclic-GC passes: the scheduler allocates many short-lived objects per pod and
+    almost no reference cycles; collecting every 700 allocations costs ~10-15% of throughput
+    (measured with SchedulingBasic). Cycles are still collected, just less often."""
+    import gc
+
+    gc.set_threshold(20_000, 20, 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)
+    _tune_gc()
     if args.command is None:
         parser.print_help()
         return 0
