@@ -39,6 +39,12 @@ def default_pod(raw: dict[str, Any]) -> None:
                 p.setdefault("protocol", "TCP")
     status = raw.setdefault("status", {})
     status.setdefault("phase", "Pending")
+    # As the API server's pod strategy: a gated pod says why it is not scheduled.
+    conds = status.get("conditions") or []
+    if spec.get("schedulingGates") and not any(c.get("type") == "PodScheduled" for c in conds
+                                               if isinstance(c, dict)):
+        status["conditions"] = [*conds, {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                         "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
 def _default_tolerations(spec: dict[str, Any]) -> None:
