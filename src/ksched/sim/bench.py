@@ -204,6 +204,23 @@ class _BindWatch:
         return self.done.wait(timeout)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far (Linux /proc; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _cpu_snapshot(group: Any) -> dict[str, float]:
+    out = {"apiserver": _cpu_seconds(os.getpid())}
+    for name, p in group.processes.items():
+        out[name] = _cpu_seconds(p.pid)
+    return out
+
+
 def _instance_stats(store: Store) -> dict[str, dict[str, int]]:
     from ksched.dispatch.instance import instance_from_lease
 
@@ -283,11 +300,13 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         calls.update(bindings=0, conflicts=0)
         gc.collect()
         gc.freeze()
+        cpu0 = _cpu_snapshot(group)
         start = time.perf_counter()
         _create_phase(store, Phase(n_measured, w.measured.make, w.measured.namespace), "measured")
         created = time.perf_counter() - start
         ok = watch.wait_for(n_init + n_measured, timeout)
         elapsed = time.perf_counter() - start
+        cpu1 = _cpu_snapshot(group)
         dispatch_s = max(0.0, watch.last_dispatch - start)
         if not ok:
             error = f"measured pods not all bound in {timeout}s"
@@ -327,6 +346,9 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         "create_seconds": round(created, 3),
         "dispatch_seconds": round(dispatch_s, 3),
         "per_instance": per_instance,
+        # CPU seconds each process used during the measured phase ("apiserver": this process,
+        # which serves the API and creates the pods).
+        "cpu_seconds": {k: round(cpu1[k] - cpu0.get(k, 0.0), 2) for k in cpu1},
         "overcommitted_nodes": over,
         "setup_seconds": round(setup_s, 2),
         "exit_codes": codes,
