@@ -335,3 +335,22 @@ def test_threaded_dispatcher_follows_instances_coming_and_going() -> None:
         stop.set()
         t.join(10)
     assert not t.is_alive()
+
+
+def test_a_patch_answer_arriving_after_the_pod_was_bound_does_not_resurrect_it() -> None:
+    """Threaded mode: the informer may deliver the binding before the patch's own answer."""
+    e = Env()
+    e.store.create(node("n0", cpu="100"))
+    e.register("a")
+    e.pods(1)
+    e.d.informers.poll()
+    before = e.store.get("Pod", "default", "p0")
+    patched = e.client.patch("Pod", "default", "p0", {"metadata": {"annotations": {INSTANCE_ANNOTATION: "a"}}})
+    e.bind("p0")
+    e.d.informers.poll()
+    assert "default/p0" not in e.d.pending
+    e.d._inflight["default/p0"] = "a"
+    e.d._inflight_load["a"] = 1
+    e.d._complete("default/p0", "a", "", before.resource_version, patched)
+    assert "default/p0" not in e.d.pending and e.d.load("a") == 0 and e.d.dispatched == 1
+    assert not e.d._todo

@@ -310,7 +310,9 @@ class Dispatcher:
                 log.debug("re-dispatched %s from %s to %s", key, cur, name)
             else:
                 self.dispatched += 1
-            self._on_pod(result)
+            if key in self.pending:
+                # Unless the informer has already shown it bound or deleted (newer than this).
+                self._on_pod(result)
         elif isinstance(result, (Conflict, NotFound)):
             # Changed or gone meanwhile: decided again once the informer shows the newer state
             # (now, if it already does; else when its event arrives).
