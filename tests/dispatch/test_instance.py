@@ -126,3 +126,30 @@ def test_partitioned_instances_see_only_their_nodes_and_never_conflict() -> None
         if not p.node_name:
             cond = p.condition("PodScheduled")
             assert cond is not None and cond["message"].startswith("0/3 nodes are available")
+
+
+def test_a_failure_for_a_pod_handed_to_another_instance_meanwhile_is_not_reported() -> None:
+    """Instance a's binding fails (API error) after the dispatcher gave the pod to b: a must not
+    write its failure into the pod's status, nor keep the pod."""
+    from ksched.apiserver.errors import InternalError
+
+    c = Cluster()
+    c.create([node("n1", cpu="4")])
+
+    class Flaky(InProcessClient):
+        def bind(self, pod: Pod, node_name: str, annotations: dict[str, str] | None = None) -> None:
+            raise InternalError("etcdserver: request timed out")
+
+    a = c.add_instance("a", client=Flaky(c.store))
+    m = pod("x", cpu="1")
+    m["metadata"]["annotations"] = {INSTANCE_ANNOTATION: "a"}
+    c.store.create(m)
+    sa = a.scheduler
+    sa.sync()
+    assert sa.schedule_one()  # assumed on n1, binding not yet sent
+    c.store.patch("Pod", "default", "x", {"metadata": {"annotations": {INSTANCE_ANNOTATION: "b"}}})
+    sa.informers.poll()
+    assert sa.run_bindings() == 1
+    x = c.store.get("Pod", "default", "x")
+    assert isinstance(x, Pod) and x.condition("PodScheduled") is None
+    assert not sa.queue.pods and sa.cache.check_invariants() == []

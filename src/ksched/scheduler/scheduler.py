@@ -424,6 +424,10 @@ class Scheduler:
         if cached.node_name:
             self.queue.done(pod)
             return
+        if not self.responsible_for(cached):
+            # Handed to another scheduler meanwhile (another instance): its verdict, not ours.
+            self.queue.done(pod)
+            return
         if cached is not pod:
             qpi.pod_info = PodInfo(cached)
         self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
