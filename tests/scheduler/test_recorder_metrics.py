@@ -76,3 +76,25 @@ def test_metrics_registries_are_separate():
     a.schedule_attempts.labels("scheduled", "p").inc()
     assert a.registry.get_sample_value("scheduler_schedule_attempts_total",
                                        {"result": "scheduled", "profile": "p"}) == 1
+
+
+def test_events_name_the_profile_that_scheduled_the_pod() -> None:
+    """Each profile's events carry its own schedulerName as source (kubectl describe's "From")."""
+    from ksched.apiserver.store import Store
+    from ksched.client.inprocess import InProcessClient
+    from ksched.clock import VirtualClock
+    from ksched.scheduler.config import parse_configuration
+    from ksched.scheduler.scheduler import Scheduler
+    from ksched.testing import make_node, make_pod
+
+    clock = VirtualClock()
+    store = Store(clock)
+    cfg = parse_configuration({"profiles": [{"schedulerName": "default-scheduler"},
+                                            {"schedulerName": "second"}]})
+    sched = Scheduler(InProcessClient(store), cfg, clock=clock)
+    store.create(make_node("n1").raw)
+    store.create(make_pod("a", uid="").raw)
+    store.create(make_pod("b", uid="", scheduler_name="second").raw)
+    sched.run_until_idle()
+    sources = {e.involved_object["name"]: e.source["component"] for e in store.items("Event")}
+    assert sources == {"a": "default-scheduler", "b": "second"}

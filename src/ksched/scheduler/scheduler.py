@@ -98,15 +98,18 @@ class Scheduler:
         # Which nodes this scheduler may place pods on (None: all). Pods bound to other nodes
         # are kept on node-less "ghost" NodeInfos, which are never candidates.
         self.node_filter = node_filter
-        self.events = EventRecorder(client, self.clock, enabled=record_events,
-                                    component=self.config.profiles[0].scheduler_name)
+        # One recorder per profile: events name the profile's scheduler as their source.
+        self.recorders = {p.scheduler_name: EventRecorder(client, self.clock, enabled=record_events,
+                                                          component=p.scheduler_name)
+                          for p in self.config.profiles}
+        self.events = self.recorders[self.config.profiles[0].scheduler_name]
         self.explain_enabled = explain
         self.explanations: dict[str, Explanation] = {}
         self.attempts: dict[str, int] = {}
         self.profiles: dict[str, Framework] = {}
         for prof in self.config.profiles:
             fw = Framework(prof, registry, client=client, informers=self.informers, clock=self.clock,
-                           event_recorder=self.events, vectorize=vectorize,
+                           event_recorder=self.recorders[prof.scheduler_name], vectorize=vectorize,
                            parallelism=int(self.config.parallelism),
                            percentage_of_nodes_to_score=int(self.config.percentage_of_nodes_to_score))
             fw.set_snapshot(self.snapshot)
@@ -159,6 +162,9 @@ class Scheduler:
         pending.labels("gated").set_function(lambda: sum(1 for x in list(q.unschedulable.values()) if x.gated))
 
     # ---------------------------------------------------------------- who we schedule
+
+    def _recorder(self, pod: Pod) -> EventRecorder:
+        return self.recorders.get(pod.scheduler_name, self.events)
 
     def responsible_for(self, pod: Pod) -> bool:
         if pod.scheduler_name not in self.profiles:
@@ -260,7 +266,7 @@ class Scheduler:
 
     def _skip(self, pod: Pod) -> bool:
         if pod.deletion_timestamp is not None:
-            self.events.event(pod, "Warning", "FailedScheduling", "Scheduling",
+            self._recorder(pod).event(pod, "Warning", "FailedScheduling", "Scheduling",
                               f"skip schedule deleting pod: {pod.namespace}/{pod.name}")
             return True
         return self.cache.is_assumed(pod)
@@ -377,7 +383,7 @@ class Scheduler:
         if task.status is None:
             self.cache.finish_binding(pod)
             self.scheduled += 1
-            self.events.event(task.qpi.pod, "Normal", "Scheduled", "Binding",
+            self._recorder(pod).event(task.qpi.pod, "Normal", "Scheduled", "Binding",
                               f"Successfully assigned {pod.namespace}/{pod.name} to {task.host}")
             return
         st = task.status
@@ -389,7 +395,7 @@ class Scheduler:
             # The conflict resolver refused: another instance took the room. Fail fast, retry now,
             # with no backoff penalty: the informer shows the other binding by the next attempt.
             self.metrics.binding_conflicts.inc()
-            self.events.event(qpi.pod, "Warning", "FailedScheduling", "Scheduling",
+            self._recorder(pod).event(qpi.pod, "Warning", "FailedScheduling", "Scheduling",
                               f"Binding rejected: {err.message}")
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
@@ -412,7 +418,7 @@ class Scheduler:
                         nominating: PostFilterResult | None) -> None:
         pod = qpi.pod
         msg = st.message()
-        self.events.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
+        self._recorder(pod).event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         inf = self.informers.informers.get("Pod")
         cached = inf.get(pod.key) if inf is not None else None
         nominated = ""
