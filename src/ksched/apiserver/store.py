@@ -283,6 +283,7 @@ class Store:
         # before the change is applied or sent to any watch.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
         self._pdb_namespaces: dict[str, int] = {}
+        self._terminating: dict[str, float] = {}  # pod key -> deletion deadline
         self.pv_controller = PVController(self)  # binds and provisions volumes after PV/PVC/class writes
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
@@ -330,6 +331,10 @@ class Store:
             self._compacted[kind] = dropped.resource_version
         hist.append(ev)
         if kind == "Pod":
+            if etype != DELETED and obj.deletion_timestamp is not None:
+                self._terminating[obj.key] = obj.deletion_timestamp
+            elif self._terminating:
+                self._terminating.pop(obj.key, None)
             self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                    new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
         if etype == DELETED:
@@ -493,11 +498,14 @@ class Store:
                 self._objects[k] = {}
                 self._history[k].clear()
             self.accounting = NodeAccounting()
+            self._terminating = {}
             top = resource_version
             for o in objects:
                 self._objects[o.KIND][o.key] = o
                 if isinstance(o, Pod):
                     self.accounting.add(o)
+                    if o.deletion_timestamp is not None:
+                        self._terminating[o.key] = o.deletion_timestamp
                 try:
                     top = max(top, int(o.resource_version or 0))
                 except ValueError:
@@ -817,19 +825,26 @@ class Store:
     def finalize_expired(self) -> int:
         """Remove bound pods whose graceful deletion period has ended (what the kubelet does once
         a pod's containers stop). Returns how many were removed."""
+        if not self._terminating:
+            return 0
         now = self.now()
         n = 0
         with self._lock:
-            for o in list(self._objects["Pod"].values()):
-                if o.deletion_timestamp is not None and o.deletion_timestamp <= now and not o.finalizers:
+            pods = self._objects["Pod"]
+            for key, deadline in list(self._terminating.items()):
+                o = pods.get(key)
+                if o is not None and deadline <= now and not o.finalizers:
                     self._remove(Pod, o)
                     n += 1
         return n
 
     def next_deletion_deadline(self) -> float | None:
+        """When the next terminating pod (without finalizers) is due to go."""
+        if not self._terminating:
+            return None
         with self._lock:
-            ts = [o.deletion_timestamp for o in self._objects["Pod"].values()
-                  if o.deletion_timestamp is not None and not o.finalizers]
+            pods = self._objects["Pod"]
+            ts = [d for k, d in self._terminating.items() if (o := pods.get(k)) is not None and not o.finalizers]
         return min(ts) if ts else None
 
     # ------------------------------------------------------------------ pods subresources

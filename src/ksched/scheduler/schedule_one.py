@@ -97,12 +97,20 @@ class FeasibleNodeFinder:
         cached_plugins = [p for p in plugins if forms[p.name] == "cached"]
         vec_plugins = [p for p in plugins if forms[p.name] == "vector"]
         node_plugins = [p for p in plugins if forms[p.name] == "node"]
+        # masks: per plugin, by position in ``rows``; row_masks: cached plugins, by table row (the
+        # AND over those is taken in row space, then gathered once).
         masks: dict[str, np.ndarray] = {}
-        mask = np.ones(n, dtype=bool)
-        for p in cached_plugins:
-            m = fw.row_cache.filter_mask(p, state, pod, snap)[rows]
-            masks[p.name] = m
-            mask &= m
+        row_masks: dict[str, np.ndarray] = {}
+        if cached_plugins:
+            combined: np.ndarray | None = None
+            for p in cached_plugins:
+                m_all = fw.row_cache.filter_mask(p, state, pod, snap)
+                row_masks[p.name] = m_all
+                combined = m_all.copy() if combined is None else np.logical_and(combined, m_all, out=combined)
+            assert combined is not None
+            mask = combined[rows]
+        else:
+            mask = np.ones(n, dtype=bool)
         for p in vec_plugins:
             m = p.filter_nodes(state, pod, snap, rows)  # type: ignore[attr-defined]
             masks[p.name] = m
@@ -156,6 +164,8 @@ class FeasibleNodeFinder:
                     statuses[pos] = st
             feasible_rows = rows[np.asarray(feasible, dtype=np.int64)] if feasible else rows[:0]
         if len(feasible_rows) == 0 or explain is not None:
+            for name, m_all in row_masks.items():
+                masks[name] = m_all[rows]
             self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plugins, masks, statuses,
                            nominated_pos, diagnosis, explain, feasible_rows)
         return feasible_rows, processed

@@ -285,9 +285,21 @@ class _Constraint:
                 f"taints={'Honor' if self.honor_taints else 'Ignore'})")
 
 
+_CONSTRAINTS: dict[tuple[object, ...], _Constraint] = {}
+
+
 def _from_api(c: TopologySpreadConstraint) -> _Constraint:
-    return _Constraint(c.max_skew, c.topology_key, _Selector(c.label_selector), c.min_domains,
-                       c.node_affinity_policy, c.node_taints_policy)
+    """The parsed constraint, shared by every pod whose constraint is the same (replicas of one
+    template): _Constraint and _Selector are immutable."""
+    key = (c.max_skew, c.topology_key, c.label_selector.key, c.min_domains, c.node_affinity_policy,
+           c.node_taints_policy)
+    got = _CONSTRAINTS.get(key)
+    if got is None:
+        if len(_CONSTRAINTS) > 4096:
+            _CONSTRAINTS.clear()
+        got = _CONSTRAINTS[key] = _Constraint(c.max_skew, c.topology_key, _Selector(c.label_selector),
+                                              c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+    return got
 
 
 def _pod_constraints(pod: Pod, action: str) -> tuple[_Constraint, ...]:
