@@ -16,7 +16,9 @@ from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.dispatch.instance import (
     INSTANCE_ANNOTATION,
+    BackgroundWriter,
     InstanceRegistration,
+    SchedulerInstance,
     instance_from_lease,
     validate_instance_name,
 )
@@ -153,3 +155,47 @@ def test_a_failure_for_a_pod_handed_to_another_instance_meanwhile_is_not_reporte
     x = c.store.get("Pod", "default", "x")
     assert isinstance(x, Pod) and x.condition("PodScheduled") is None
     assert not sa.queue.pods and sa.cache.check_invariants() == []
+
+
+def test_threaded_instances_send_events_from_a_background_thread() -> None:
+    """As upstream's event broadcaster: the scheduling thread never waits for an Event write;
+    queued events are sent before the instance stops; a full queue drops rather than blocks."""
+    import threading
+
+    store = Store()
+    client = InProcessClient(store)
+    inst = SchedulerInstance(client, "a", threaded=True, lease_duration=3)
+    writers = {rec.client for rec in inst.scheduler.recorders.values()}
+    assert len(writers) == 1 and isinstance(writers.pop(), BackgroundWriter)
+    store.create(node("n1"))
+    m = pod("x", cpu="1")
+    m["metadata"]["annotations"] = {INSTANCE_ANNOTATION: "a"}
+    store.create(m)
+    inst.start()
+    try:
+        assert inst.ready.wait(10)
+        deadline = threading.Event()
+        for _ in range(100):
+            if store.get("Pod", "default", "x").node_name:  # type: ignore[attr-defined]
+                break
+            deadline.wait(0.05)
+    finally:
+        inst.stop()
+    events = [e for e in store.items("Event") if e.raw.get("reason") == "Scheduled"]
+    assert len(events) == 1 and events[0].raw["message"] == "Successfully assigned default/x to n1"
+    lease = store.get("Lease", "kube-system", "ksched-instance-a")
+    assert isinstance(lease, Lease) and lease.holder_identity == ""  # released on stop
+    assert json.loads(lease.annotations["ksched.io/stats"])["scheduled"] == 1
+
+    gate = threading.Event()
+
+    class Slow:
+        def create(self, obj: object) -> None:
+            gate.wait(5)
+
+    w = BackgroundWriter(Slow(), limit=1)
+    for _ in range(5):
+        w.create({"kind": "Event"})
+    assert w.dropped >= 3
+    gate.set()
+    w.close()
