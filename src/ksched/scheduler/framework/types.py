@@ -256,7 +256,7 @@ class NodeInfo:
             else:
                 self.used_ports.remove(p.host_ip, p.protocol, p.host_port)
         for v in pod.volumes:
-            if v.claim_name:
+            if v.claim_name and not v.ephemeral:  # upstream counts persistentVolumeClaim volumes only
                 k = f"{pod.namespace}/{v.claim_name}"
                 n = self.pvc_ref_counts.get(k, 0) + sign
                 if n > 0:

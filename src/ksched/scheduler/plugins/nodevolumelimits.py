@@ -22,7 +22,7 @@ from typing import Any
 
 from ksched.api.pod import Pod, Volume
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from ksched.apiserver.pvcontroller import claim_class
+from ksched.api.volumes import claim_class
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import (
     ActionType,

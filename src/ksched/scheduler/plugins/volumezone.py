@@ -25,7 +25,7 @@ from ksched.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from ksched.apiserver.pvcontroller import claim_class
+from ksched.api.volumes import claim_class
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.events import (
     ActionType,

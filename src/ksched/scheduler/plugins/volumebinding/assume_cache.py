@@ -14,7 +14,7 @@ from typing import Any
 
 from ksched.api.meta import KubeObject
 from ksched.api.storage import PersistentVolume
-from ksched.apiserver.pvcontroller import volume_class
+from ksched.api.volumes import volume_class
 
 __all__ = ["AssumeCache", "PVAssumeCache", "version_of"]
 

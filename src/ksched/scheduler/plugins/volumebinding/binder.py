@@ -23,8 +23,7 @@ from ksched.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from ksched.apiserver.errors import ApiError, NotFound
-from ksched.apiserver.pvcontroller import (
+from ksched.api.volumes import (
     NOT_SUPPORTED_PROVISIONER,
     bind_volume_to_claim,
     check_node_affinity,
@@ -34,6 +33,7 @@ from ksched.apiserver.pvcontroller import (
     is_pvc_fully_bound,
     match_topology_selector_terms,
 )
+from ksched.apiserver.errors import ApiError, NotFound
 from ksched.scheduler.plugins.volumebinding.assume_cache import AssumeCache, PVAssumeCache
 
 __all__ = [
