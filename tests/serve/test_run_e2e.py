@@ -199,13 +199,13 @@ def test_run_survives_an_api_server_crash(tmp_path: Path) -> None:
         run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig))
         run.wait_log("ksched scheduling pods")
         c.kubectl("create", "-f", "-", stdin=_manifest(node("n1"), pod("before")))
-        wait_for(lambda: c.get_pod("before")["spec"].get("nodeName") == "n1", timeout=20, what="before bound")
+        wait_for(lambda: c.get_pod("before")["spec"].get("nodeName") == "n1", timeout=40, what="before bound")
         serve.kill()
         serve = c.start("serve2", *serve_args)
         wait_http_ready(c.port, proc=serve)
         c.kubectl("create", "-f", "-", stdin=_manifest(node("n2", labels={"disk": "ssd"}),
                                                        pod("after", nodeSelector={"disk": "ssd"})))
-        wait_for(lambda: c.get_pod("after")["spec"].get("nodeName") == "n2", timeout=30, what="after bound")
+        wait_for(lambda: c.get_pod("after")["spec"].get("nodeName") == "n2", timeout=60, what="after bound")
         assert c.get_pod("before")["spec"]["nodeName"] == "n1"
         assert run.alive()
         assert run.interrupt(timeout=15) == 0
