@@ -20,9 +20,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import numpy as np
+
 from ksched.api.pod import Pod, Volume
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from ksched.api.volumes import claim_class
+from ksched.client.informer import EventHandler
+from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import (
     ActionType,
@@ -131,6 +135,63 @@ class _LookupError(Exception):
         self.not_found = not_found
 
 
+_NEW_VOLUMES_KEY = "NodeVolumeLimits/newVolumes"
+_NO_LIMIT = np.iinfo(np.int64).max // 2
+
+
+class _RowVolumes:
+    """Per driver: unique attached volumes and the CSINode limit of every row."""
+
+    def __init__(self, snapshot: Snapshot, version: int, n: int) -> None:
+        self.snapshot = snapshot
+        self.version = version
+        self.generation = -1
+        self.n = n
+        self.counts: dict[str, np.ndarray] = {}
+        self.limits: dict[str, np.ndarray] = {}
+        self.broken = np.zeros(n, dtype=bool)
+        self.handles: dict[str, set[int]] = {}
+        self.row_handles: dict[int, dict[str, str]] = {}
+
+    def fit(self, n: int) -> None:
+        if n <= self.n:
+            return
+        for d in (self.counts, self.limits):
+            for k, a in d.items():
+                g = np.full(n, _NO_LIMIT if d is self.limits else 0, dtype=np.int64)
+                g[: self.n] = a
+                d[k] = g
+        b = np.zeros(n, dtype=bool)
+        b[: self.n] = self.broken
+        self.broken = b
+        self.n = n
+
+    def count(self, driver: str) -> np.ndarray:
+        a = self.counts.get(driver)
+        if a is None:
+            a = self.counts[driver] = np.zeros(self.n, dtype=np.int64)
+        return a
+
+    def limit(self, driver: str) -> np.ndarray:
+        a = self.limits.get(driver)
+        if a is None:
+            a = self.limits[driver] = np.full(self.n, _NO_LIMIT, dtype=np.int64)
+        return a
+
+    def clear_row(self, r: int) -> None:
+        for a in self.counts.values():
+            a[r] = 0
+        for a in self.limits.values():
+            a[r] = _NO_LIMIT
+        self.broken[r] = False
+        for h in self.row_handles.pop(r, {}):
+            rs = self.handles.get(h)
+            if rs is not None:
+                rs.discard(r)
+                if not rs:
+                    del self.handles[h]
+
+
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = NAME
 
@@ -144,6 +205,22 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         # Volumes of unbound claims get a handle no real volume has.
         self.random_volume_id_prefix = uuid.uuid4().hex
         self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+        # Attached volumes per node, reused while the node's pods (the same PodInfo objects) and
+        # every PV/PVC/StorageClass/CSINode stay the same (any event on those bumps the version).
+        self._volume_version = 0
+        self._rows: _RowVolumes | None = None
+        self._attached: dict[str, tuple[int, tuple[Any, ...], dict[str, int], frozenset[str]]] = {}
+        infs = [i for i in (self._pvcs, self._pvs, self._classes, self._csinodes) if i is not None]
+        # Only informers that tell us about changes make the reuse safe.
+        self._reuse = bool(infs) and all(hasattr(i, "add_handler") for i in infs)
+        if self._reuse:
+            for inf in infs:
+                inf.add_handler(EventHandler(self._bump, lambda a, b: self._bump(b), self._bump))
+
+    def _bump(self, _obj: Any = None) -> None:
+        self._volume_version += 1
+        self._attached.clear()
+        self._rows = None
 
     # ---- PreFilter ------------------------------------------------------------------------
 
@@ -165,28 +242,51 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         csi_node = self._csinodes.get(node.name) if self._csinodes is not None else None
         if csi_node is not None and not isinstance(csi_node, CSINode):
             csi_node = None
-        new_volumes: dict[str, str] = {}
-        try:
-            self._attachable_volumes(pod, csi_node, True, new_volumes)
-        except _LookupError as e:
-            if e.not_found:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(e), plugin=NAME)
-            return Status.as_error(str(e), NAME)
-        if not new_volumes:
+        # The pod's own volumes depend on the node only through the CSINode's migrated-plugins
+        # annotation: work them out once per cycle for each value of it.
+        memo: dict[str | None, dict[str, str] | _LookupError] | None = state.get(_NEW_VOLUMES_KEY)
+        if memo is None:
+            memo = {}
+            state.write(_NEW_VOLUMES_KEY, memo)
+        mkey = csi_node.annotations.get(MIGRATED_PLUGINS_ANNOTATION) if csi_node is not None else None
+        got = memo.get(mkey)
+        if got is None:
+            vols: dict[str, str] = {}
+            try:
+                self._attachable_volumes(pod, csi_node, True, vols)
+                got = vols
+            except _LookupError as e:
+                got = e
+            memo[mkey] = got
+        if isinstance(got, _LookupError):
+            if got.not_found:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(got), plugin=NAME)
+            return Status.as_error(str(got), NAME)
+        if not got:
             return None
+        new_volumes = dict(got)
         limits = {d: c for d, c in csi_node.drivers.items() if c is not None} if csi_node is not None else {}
         if not limits:
             return None
-        attached: dict[str, str] = {}
-        try:
-            for pi in node_info.pods:
-                self._attachable_volumes(pi.pod, csi_node, False, attached)
-        except _LookupError as e:
-            return Status.as_error(str(e), NAME)
-        attached_count: dict[str, int] = {}
-        for unique, driver in attached.items():
-            new_volumes.pop(unique, None)  # a volume shared with a pod on the node counts once
-            attached_count[driver] = attached_count.get(driver, 0) + 1
+        pods = tuple(node_info.pods)
+        hit = self._attached.get(node.name) if self._reuse else None
+        if hit is not None and hit[0] == self._volume_version and hit[1] == pods:
+            attached_count, attached_keys = hit[2], hit[3]
+        else:
+            attached: dict[str, str] = {}
+            try:
+                for pi in pods:
+                    self._attachable_volumes(pi.pod, csi_node, False, attached)
+            except _LookupError as e:
+                return Status.as_error(str(e), NAME)
+            attached_count = {}
+            for driver in attached.values():
+                attached_count[driver] = attached_count.get(driver, 0) + 1
+            attached_keys = frozenset(attached)
+            if self._reuse:
+                self._attached[node.name] = (self._volume_version, pods, attached_count, attached_keys)
+        for unique in attached_keys.intersection(new_volumes):
+            del new_volumes[unique]  # a volume shared with a pod on the node counts once
         new_count: dict[str, int] = {}
         for driver in new_volumes.values():
             new_count[driver] = new_count.get(driver, 0) + 1
@@ -195,6 +295,107 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             if limit is not None and attached_count.get(driver, 0) + n > limit:
                 return self._exceeded
         return None
+
+    # ---- vectorized Filter --------------------------------------------------------------
+
+    def _depends_on_migration(self, pod: Pod) -> bool:
+        """Whether the pod's volumes resolve differently on nodes with in-tree migration on
+        (inline in-tree volumes, in-tree PVs, or an in-tree provisioner for an unbound claim)."""
+        for v in pod.volumes:
+            if in_tree_plugin_of(v.raw):
+                return True
+            claim = _claim_of(pod, v)
+            if claim is None:
+                continue
+            pvc = self._pvcs.get(f"{pod.namespace}/{claim[0]}") if self._pvcs is not None else None
+            if not isinstance(pvc, PersistentVolumeClaim):
+                continue
+            pv = self._pvs.get(pvc.volume_name) if pvc.volume_name and self._pvs is not None else None
+            if isinstance(pv, PersistentVolume):
+                if not pv.csi_driver and in_tree_plugin_of(pv.raw.get("spec") or {}):
+                    return True
+            else:
+                sc = self._classes.get(claim_class(pvc)) if self._classes is not None else None
+                if isinstance(sc, StorageClass) and sc.provisioner in IN_TREE_PLUGINS:
+                    return True
+        return False
+
+    def _row_state(self, snapshot: Snapshot) -> _RowVolumes:
+        """Attached-volume counts and limits per driver over every row, kept current with the
+        rows that changed (and rebuilt when any volume object changed)."""
+        rv = self._rows
+        n = len(snapshot.infos)
+        if rv is None or rv.snapshot is not snapshot or rv.version != self._volume_version:
+            rv = self._rows = _RowVolumes(snapshot, self._volume_version, n)
+            rows = [r for r in range(n) if snapshot.infos[r] is not None]
+        else:
+            rv.fit(n)
+            rows = snapshot.changed_rows_since(rv.generation).tolist() if rv.generation != snapshot.generation \
+                else []
+        infos = snapshot.infos
+        for r in rows:
+            ni = infos[r]
+            rv.clear_row(r)
+            if ni is None or ni.node is None:
+                continue
+            csi_node = self._csinodes.get(ni.name) if self._csinodes is not None else None
+            if not isinstance(csi_node, CSINode):
+                csi_node = None
+            if csi_node is not None:
+                for driver, limit in csi_node.drivers.items():
+                    if limit is not None:
+                        rv.limit(driver)[r] = limit
+            attached: dict[str, str] = {}
+            for pi in ni.pods:
+                try:
+                    self._attachable_volumes(pi.pod, csi_node, False, attached)
+                except _LookupError:
+                    rv.broken[r] = True
+                    break
+            for handle, driver in attached.items():
+                rv.count(driver)[r] += 1
+                rv.handles.setdefault(handle, set()).add(r)
+            rv.row_handles[r] = attached
+        rv.generation = snapshot.generation
+        return rv
+
+    def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
+        infos = snapshot.infos
+        if not pod.volumes:
+            return np.ones(len(rows), dtype=bool)
+        if not self._reuse or self._depends_on_migration(pod):
+            return np.fromiter((self.filter(state, pod, infos[r]) is None for r in rows.tolist()),  # type: ignore[arg-type]
+                               dtype=bool, count=len(rows))
+        new_volumes: dict[str, str] = {}
+        try:
+            self._attachable_volumes(pod, None, True, new_volumes)
+        except _LookupError:
+            # Every node gives the same answer; the per-node form words it.
+            st = self.filter(state, pod, infos[int(rows[0])]) if len(rows) else None  # type: ignore[arg-type]
+            return np.full(len(rows), st is None, dtype=bool)
+        if not new_volumes:
+            return np.ones(len(rows), dtype=bool)
+        rv = self._row_state(snapshot)
+        ok = ~rv.broken[rows]
+        shared = [h for h in new_volumes if h in rv.handles]
+        need: dict[str, int] = {}
+        for driver in new_volumes.values():
+            need[driver] = need.get(driver, 0) + 1
+        for driver, k in need.items():
+            lim = rv.limits.get(driver)
+            if lim is None:
+                continue
+            ok &= rv.count(driver)[rows] + k <= lim[rows]
+        if shared:
+            # Rows that already have one of the pod's volumes count it once: decide those per node.
+            touched = set().union(*(rv.handles[h] for h in shared))
+            pos_of = {int(r): i for i, r in enumerate(rows.tolist()) if int(r) in touched}
+            for r, i in pos_of.items():
+                ok[i] = self.filter(state, pod, infos[r]) is None  # type: ignore[arg-type]
+        broken = np.flatnonzero(rv.broken[rows])
+        for i in broken.tolist():
+            ok[i] = self.filter(state, pod, infos[int(rows[i])]) is None  # type: ignore[arg-type]
+        return ok
 
     def _attachable_volumes(self, pod: Pod, csi_node: CSINode | None, new_pod: bool,
                             result: dict[str, str]) -> None:

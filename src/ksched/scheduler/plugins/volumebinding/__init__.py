@@ -24,7 +24,7 @@ from typing import Any
 
 from ksched.api.pod import Pod
 from ksched.api.quantity import value
-from ksched.api.storage import CSINode, PersistentVolumeClaim, StorageClass
+from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.events import (
     ActionType,
@@ -81,10 +81,13 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 class _State(StateData):
     """Shared by every clone of the cycle state (as upstream's pointer)."""
 
-    __slots__ = ("all_bound", "has_static_bindings", "pod_volume_claims", "pod_volumes_by_node")
+    __slots__ = ("all_bound", "bound_anywhere", "has_static_bindings", "pod_volume_claims", "pod_volumes_by_node")
 
     def __init__(self, claims: PodVolumeClaims | None = None) -> None:
         self.all_bound = False
+        # Only bound claims, all of whose volumes exist and have no node affinity: every node fits
+        # (None until computed).
+        self.bound_anywhere: bool | None = None
         self.pod_volumes_by_node: dict[str, PodVolumes] | None = {} if claims is not None else None
         self.pod_volume_claims = claims
         self.has_static_bindings = False
@@ -193,6 +196,15 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.as_error("node not found", NAME)
         claims = s.pod_volume_claims
         if claims is None:
+            return None
+        if s.bound_anywhere is None:
+            s.bound_anywhere = not claims.unbound_claims_delay_binding and all(
+                isinstance(pv := self.binder.pv_cache.get(c.volume_name), PersistentVolume)
+                and pv.node_affinity is None for c in claims.bound_claims)
+        if s.bound_anywhere:
+            # What find_pod_volumes would conclude on any node, without asking per node.
+            assert s.pod_volumes_by_node is not None
+            s.pod_volumes_by_node[node.name] = PodVolumes()
             return None
         try:
             pod_volumes, reasons = self.binder.find_pod_volumes(pod, claims, node)
