@@ -152,3 +152,54 @@ def test_dispatch_refuses_a_bad_policy_file(tmp_path: Path, capsys: pytest.Captu
     f.write_text("rules: [{pods: {}}]\n")
     assert main(["dispatch", "--policy", str(f)]) == EXIT_INVALID_INPUT
     assert "'instances' is required" in capsys.readouterr().err
+
+
+def test_ksched_webhook_serves_admission_reviews_over_https(tmp_path: Path) -> None:
+    import ssl
+    import urllib.request
+
+    from ksched.apiserver.http import ApiServer
+    from ksched.apiserver.kubeconfig import write_kubeconfig
+    from ksched.apiserver.store import Store
+
+    store = Store()
+    store.create(node("n1", cpu="1"))
+    store.create(pod("a", cpu="1"))
+    store.create(pod("b", cpu="1"))
+    server = ApiServer(store, "127.0.0.1", 0)
+    server.start()
+    kc = write_kubeconfig(tmp_path / "kc", server.url)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ksched.cli.main", "webhook", "--kubeconfig", str(kc), "--listen", "127.0.0.1:0",
+         "--cert-dir", str(tmp_path / "pki")], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ksched binding webhook on https://127.0.0.1:"), line
+        url = line.split()[4]
+        ctx = ssl.create_default_context(cafile=str(tmp_path / "pki" / "tls.crt"))
+
+        def review(name: str, uid: str) -> dict[str, object]:
+            body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": uid, "kind": {"group": "", "version": "v1", "kind": "Binding"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "binding",
+                "name": name, "namespace": "default", "operation": "CREATE",
+                "object": {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                           "target": {"kind": "Node", "name": "n1"}}}}
+            req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                return json.loads(r.read())["response"]  # type: ignore[no-any-return]
+
+        assert review("a", "u1") == {"uid": "u1", "allowed": True}
+        denied = review("b", "u2")
+        assert denied["allowed"] is False and denied["status"]["code"] == 409  # type: ignore[index]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            assert proc.wait(15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            server.stop()
