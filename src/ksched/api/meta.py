@@ -62,6 +62,20 @@ def _slot_names(cls: type) -> tuple[str, ...]:
     return names
 
 
+_COPIERS: dict[type, Any] = {}
+
+
+def _make_copier(cls: type) -> Any:
+    """A function copying every slot of ``cls`` with plain attribute assignments (several times
+    faster than getattr/setattr in a loop; the scheduler copies a pod per binding)."""
+    names = [n for n in _slot_names(cls) if n.isidentifier()]
+    body = "\n".join(f"    try:\n        n.{a} = o.{a}\n    except AttributeError:\n        pass" for a in names)
+    src = f"def _copy(o):\n    n = _new(_cls)\n{body}\n    return n\n"
+    ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    exec(compile(src, f"<copier {cls.__name__}>", "exec"), ns)
+    return ns["_copy"]
+
+
 class OwnerReference:
     __slots__ = ("api_version", "controller", "kind", "name", "uid")
 
@@ -130,10 +144,10 @@ class KubeObject:
     def shallow_copy(self) -> Self:
         """A new object sharing every attribute (callers then replace the ones that change)."""
         cls = type(self)
-        new = cls.__new__(cls)
-        for name in _slot_names(cls):
-            setattr(new, name, getattr(self, name))
-        return new
+        fn = _COPIERS.get(cls)
+        if fn is None:
+            fn = _COPIERS[cls] = _make_copier(cls)
+        return fn(self)  # type: ignore[no-any-return]
 
     def with_raw(self, raw: dict[str, Any]) -> Self:
         """A new object of the same kind from a changed manifest."""

@@ -20,6 +20,7 @@ import base64
 import copy
 import itertools
 import json
+import os
 import threading
 import uuid
 from collections import deque
@@ -301,7 +302,9 @@ class Store:
         if self.deterministic_uids:
             h = f"{next(self._uid_counter):032x}"
             return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-        return str(uuid.uuid4())
+        # A random (version 4) UUID, formatted directly (uuid.uuid4() builds a UUID object first).
+        h = os.urandom(16).hex()
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
     def _bucket(self, cls: type[KubeObject]) -> dict[str, KubeObject]:
         return self._objects[cls.KIND]

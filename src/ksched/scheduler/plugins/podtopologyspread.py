@@ -814,7 +814,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             return True
         factory = getattr(self.handle, "informers", None) if self.handle is not None else None
         infs = getattr(factory, "informers", None)
-        size = len(infs) if isinstance(infs, Mapping) else -1
+        size = len(infs) if type(infs) is dict or isinstance(infs, Mapping) else -1
         if size == self._listers_checked_at:
             return False  # no informer was added since we last looked
         self._listers_checked_at = size
