@@ -461,3 +461,59 @@ def test_leader_election_through_the_rest_api(client: RestClient, store: Store) 
     lease = store.get("Lease", "kube-system", "ksched")
     assert isinstance(lease, Lease) and lease.holder_identity == "b" and lease.lease_transitions == 1
     assert a.try_acquire_or_renew() is False
+
+
+# ----------------------------------------------------------------------------- an unreachable server
+
+
+def test_an_unreachable_server_is_a_service_unavailable_api_error(tmp_path: Path) -> None:
+    """Connection refused is an ApiError (503 ServiceUnavailable), so callers that handle failed
+    requests (bindings, status patches, events) handle a restarting API server too."""
+    from serve_helpers import free_port
+
+    from ksched.scheduler.recorder import EventRecorder
+
+    url = f"http://127.0.0.1:{free_port()}"
+    dead = RestClient(kubeconfig=str(write_kubeconfig(tmp_path / "kc", url)))
+    for call in (lambda: dead.list("Pod"), lambda: dead.create(pod("x")),
+                 lambda: dead.get("Pod", "default", "x"), lambda: dead.watch("Pod")):
+        with pytest.raises(E.ServiceUnavailable) as ei:
+            call()
+        assert ei.value.code == 503 and url in str(ei.value)
+    # Events are best effort: recording one against a dead server neither raises nor sticks.
+    rec = EventRecorder(dead, type("C", (), {"now": staticmethod(time.time)})())
+    p = Pod.from_dict(pod("x"))
+    rec.event(p, "Normal", "Scheduled", "Binding", "Successfully assigned default/x to n1")
+    assert rec.recorded == 1 and rec._seen == {}
+
+
+def test_informer_rewatches_after_the_server_restarts(client: RestClient, store: Store, server: ApiServer) -> None:
+    """The API server goes away and comes back on the same address with its history: the
+    reflector keeps its cache, backs off while the server is unreachable, then watches again
+    from the last version it saw (no relist) and receives what happened meanwhile."""
+    store.create(pod("a"))
+    factory = InformerFactory(client)
+    inf = factory.informer("Pod")
+    factory.start()
+    again = None
+    try:
+        def has(key: str) -> bool:
+            factory.process()
+            return inf.get(key) is not None
+
+        wait_for(lambda: has("default/a"), timeout=10, what="the first sync")
+        port = server.port
+        server.stop()
+        wait_for(lambda: inf.reflector.watch is not None and inf.reflector.watch.closed, timeout=10,
+                 what="the watch to end")
+        time.sleep(0.5)  # at least one failed rewatch against the stopped server
+        store.create(pod("b"))
+        again = ApiServer(store, "127.0.0.1", port, token="tkn", bookmark_interval=0.3)
+        again.start()
+        wait_for(lambda: has("default/b"), timeout=20, what="b after the restart")
+        assert inf.reflector.relists == 0 and inf.reflector.rewatches >= 1
+        assert inf.get("default/a") is not None
+    finally:
+        factory.stop()
+        if again is not None:
+            again.stop()

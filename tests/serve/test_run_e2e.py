@@ -164,6 +164,8 @@ def test_run_with_config_schedules_only_its_profiles(cluster: Cluster) -> None:
     run = c.start("run-config", "run", "--kubeconfig", str(c.kubeconfig), "--config", str(cfg),
                   "--leader-elect", "--lease-name", "my-scheduler", "--id", "e2e-1")
     run.wait_log("ksched scheduling pods of my-scheduler")
+    # Its own node, so the test does not lean on nodes an earlier test created.
+    c.kubectl("apply", "-f", "-", stdin=_manifest(node("cfg-node", cpu="2", memory="4Gi")))
     c.kubectl("create", "-f", "-", stdin=_manifest(pod("mine", schedulerName="my-scheduler"),
                                                    pod("default-one")))
     wait_for(lambda: c.get_pod("mine")["spec"].get("nodeName"), timeout=20, what="mine to be bound")

@@ -16,6 +16,7 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "NotFound",
+    "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
 ]
@@ -147,3 +148,11 @@ class UnsupportedMediaType(ApiError):
 class InternalError(ApiError):
     code = 500
     reason = "InternalError"
+
+
+class ServiceUnavailable(ApiError):
+    """The API server could not be reached (connection refused or reset, timeout): what the
+    client sees while the server restarts. Callers treat it as any other failed request."""
+
+    code = 503
+    reason = "ServiceUnavailable"

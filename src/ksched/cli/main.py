@@ -184,6 +184,10 @@ def _setup_logging(verbosity: int) -> None:
 
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if verbosity == 0:
+        # urllib3 warns about each retry of each request while an API server restarts; the
+        # reflectors already say which watch failed.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -297,21 +301,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_for_signal() -> None:
-    import signal
-    import threading
-
-    done = threading.Event()
-
-    def handler(signum: int, frame: Any) -> None:
-        done.set()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    while not done.is_set():
-        done.wait(0.5)
-
-
 def _load_config(path: str | None) -> Any:
     from ksched.scheduler.config import ConfigError, load_configuration
 
@@ -336,6 +325,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ksched.apiserver.store import Store
     from ksched.client.inprocess import InProcessClient
     from ksched.clock import RealClock
+    from ksched.dispatch.processes import wait_until_signalled
 
     host, _, port_s = args.listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
@@ -414,8 +404,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         agent = NodeAgent(InProcessClient(store), clock, store)
         agent.start()
+    ok = True
     try:
-        _wait_for_signal()
+        ok = wait_until_signalled(failed=runner.crashed if runner is not None else None)
     finally:
         if group is not None:
             group.stop()
@@ -426,6 +417,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.stop()
         if persistence is not None:
             persistence.close()
+    if not ok:
+        print("error: the scheduling loop crashed (see the traceback above)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -527,9 +521,12 @@ def _cmd_run_instance(args: argparse.Namespace) -> int:
     print(f"ksched instance {args.instance}{part} scheduling the pods dispatched to it on {client.host}",
           flush=True)
     try:
-        wait_until_signalled(args.parent_pid, threading.Event())
+        ok = wait_until_signalled(args.parent_pid, threading.Event(), inst.crashed)
     finally:
         inst.stop()
+    if not ok:
+        print("error: the scheduling loop crashed (see the traceback above)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -646,6 +643,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import socket
 
     from ksched.client.rest import RestClient
+    from ksched.dispatch.processes import wait_until_signalled
     from ksched.scheduler.runner import SchedulerRunner
     from ksched.scheduler.scheduler import Scheduler
 
@@ -676,9 +674,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [p.scheduler_name for p in config.profiles] if config else ["default-scheduler"]
     print(f"ksched scheduling pods of {', '.join(names)} on {client.host}", flush=True)
     try:
-        _wait_for_signal()
+        ok = wait_until_signalled(failed=runner.crashed)
     finally:
         runner.stop()
+    if not ok:
+        print("error: the scheduling loop crashed (see the traceback above)", file=sys.stderr)
+        return 1
     return 0
 
 

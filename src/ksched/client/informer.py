@@ -21,7 +21,7 @@ from typing import Any
 
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
-from ksched.apiserver.errors import ApiError, Gone
+from ksched.apiserver.errors import ApiError, Gone, ServiceUnavailable
 from ksched.client.interface import ClusterClient, WatchStream
 
 __all__ = [
@@ -356,6 +356,12 @@ class Reflector:
                 except ApiError as e:
                     log.warning("relist of %s failed: %s", self.kind, e)
                     self._stop.wait(backoff)
+            except ServiceUnavailable as e:
+                # The server is unreachable (restarting): keep what we have and watch again from
+                # the last version seen once it answers; it says Gone if that version is too old.
+                log.warning("watch of %s: %s; retrying", self.kind, e)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
             except Exception as e:
                 log.warning("watch of %s failed: %s; retrying", self.kind, e)
                 self._stop.wait(backoff)

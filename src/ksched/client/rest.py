@@ -17,6 +17,8 @@ from collections import deque
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import urllib3
+
 from ksched.api.kinds import KINDS
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
@@ -120,8 +122,6 @@ class RestWatch:
         from ksched.apiserver.store import WatchEvent
 
         try:
-            import urllib3
-
             try:
                 resp = self.client._request("GET", url, stream=True,
                                             timeout=urllib3.Timeout(connect=10, read=None))
@@ -242,10 +242,15 @@ class RestClient:
     def _request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
                  stream: bool = False, timeout: Any = None) -> Any:
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        resp = self.pool.request(method, self.host + path, body=data,
-                                 headers=self._headers(content_type if data is not None else None),
-                                 preload_content=not stream,
-                                 timeout=timeout if timeout is not None else self.timeout)
+        try:
+            resp = self.pool.request(method, self.host + path, body=data,
+                                     headers=self._headers(content_type if data is not None else None),
+                                     preload_content=not stream,
+                                     timeout=timeout if timeout is not None else self.timeout)
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            # Connection refused or reset, timeouts: an API error like any other, so callers that
+            # handle failed requests (bindings, status patches, events) handle these too.
+            raise E.ServiceUnavailable(f"{method} {self.host}{path}: {e}") from e
         if resp.status >= 400:
             payload = resp.data if not stream else resp.read()
             raise _api_error(resp.status, payload)

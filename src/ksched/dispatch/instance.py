@@ -40,6 +40,7 @@ from ksched.client.informer import InformerFactory
 from ksched.clock import Clock, RealClock
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.metrics import SchedulerMetrics
+from ksched.scheduler.runner import guarded
 from ksched.scheduler.scheduler import Scheduler
 
 __all__ = [
@@ -399,6 +400,7 @@ class SchedulerInstance:
             for rec in getattr(self.scheduler, "recorders", {}).values() or (self.scheduler.events,):
                 rec.client = self._events
         self._sched_stop = threading.Event()
+        self.crashed = threading.Event()  # set if the scheduling loop dies of an exception
         self._lease_stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -448,7 +450,7 @@ class SchedulerInstance:
 
     def start(self) -> None:
         sched = self.scheduler
-        t1 = threading.Thread(target=lambda: sched.run(self._sched_stop, self._ready),
+        t1 = threading.Thread(target=guarded(lambda: sched.run(self._sched_stop, self._ready), self.crashed),
                               name=f"scheduler-{self.name}", daemon=True)
         t2 = threading.Thread(target=lambda: self.registration.run(self._lease_stop, self._ready),
                               name=f"lease-{self.name}", daemon=True)

@@ -93,9 +93,11 @@ class ProcessGroup:
         return codes
 
 
-def wait_until_signalled(parent_pid: int | None = None, stop: threading.Event | None = None) -> None:
+def wait_until_signalled(parent_pid: int | None = None, stop: threading.Event | None = None,
+                         failed: threading.Event | None = None) -> bool:
     """Block until SIGINT/SIGTERM (or ``stop``), or until the parent process ``parent_pid`` is
-    gone (a child of ``ksched serve --schedulers`` never outlives it)."""
+    gone (a child of ``ksched serve --schedulers`` never outlives it): True. False as soon as
+    ``failed`` is set (the scheduling loop crashed)."""
     done = stop or threading.Event()
 
     def handler(signum: int, frame: object) -> None:
@@ -104,7 +106,10 @@ def wait_until_signalled(parent_pid: int | None = None, stop: threading.Event | 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     while not done.is_set():
+        if failed is not None and failed.is_set():
+            return False
         done.wait(0.5)
         if parent_pid is not None and os.getppid() != parent_pid:
             log.warning("parent process %d is gone: stopping", parent_pid)
-            return
+            return True
+    return True

@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ksched.scheduler.scheduler import Scheduler
 
-__all__ = ["SchedulerRunner"]
+__all__ = ["SchedulerRunner", "guarded"]
 
 log = logging.getLogger(__name__)
+
+
+def guarded(loop: Callable[[], None], crashed: threading.Event) -> Callable[[], None]:
+    """``loop`` as a thread target that sets ``crashed`` (and logs the traceback) if it dies of
+    an exception, so the process can exit non-zero rather than live on without scheduling."""
+
+    def run() -> None:
+        try:
+            loop()
+        except Exception:
+            log.exception("the scheduling loop crashed")
+            crashed.set()
+
+    return run
 
 
 class SchedulerRunner:
@@ -27,14 +42,18 @@ class SchedulerRunner:
         self._sched_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self.ready = threading.Event()
+        # Set if the scheduling loop died of an unexpected exception: the process should exit
+        # (non-zero) so whatever supervises it restarts it, rather than live on not scheduling.
+        self.crashed = threading.Event()
 
     def _start_scheduler(self) -> None:
         self.scheduler = self.factory()
         self._sched_stop = threading.Event()
         stop = self._sched_stop
         sched = self.scheduler
-        self._sched_thread = threading.Thread(target=lambda: sched.run(stop, self.ready), name="scheduler",
-                                              daemon=True)
+
+        self._sched_thread = threading.Thread(target=guarded(lambda: sched.run(stop, self.ready), self.crashed),
+                                              name="scheduler", daemon=True)
         self._sched_thread.start()
 
     def _stop_scheduler(self) -> None:
