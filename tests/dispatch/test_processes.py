@@ -130,6 +130,21 @@ def test_bench_over_http_with_two_schedulers(tmp_path: Path) -> None:
     assert r["exit_codes"] == {"sched-0": 0, "sched-1": 0, "dispatcher": 0}
 
 
+def test_bench_remote_runs_one_plain_scheduler_over_http(tmp_path: Path) -> None:
+    """``ksched bench --remote``: the API server in the bench process, one ``ksched run`` (no
+    dispatcher) in another; every measured pod bound through pods/binding, none over-committed."""
+    out = subprocess.run(
+        [sys.executable, "-m", "ksched.cli.main", "bench", "SchedulingBasic", "--remote", "--nodes", "20",
+         "--init-pods", "10", "--pods", "60"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "error" not in r, r
+    assert r["transport"] == "http" and r["schedulers"] == 1 and r["dispatcher"] is False
+    assert r["measured_scheduled"] == 60 and r["pods_per_second"] > 0
+    assert r["binding_requests"] == 60 and r["conflicts"] == 0 and r["overcommitted_nodes"] == 0
+    assert r["exit_codes"] == {"scheduler": 0} and r["cpu_seconds"]["scheduler"] > 0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "--instance", "a"], "--instance NAME and --dispatch go together"),
     (["run", "--dispatch"], "--instance NAME and --dispatch go together"),
@@ -141,6 +156,7 @@ def test_bench_over_http_with_two_schedulers(tmp_path: Path) -> None:
     (["serve", "--partitions", "a,b"], "--partitions needs --partition-label"),
     (["serve", "--partition-label", "zone"], "--partition-label needs --schedulers"),
     (["bench", "--schedulers", "-1"], "at least 1"),
+    (["bench", "--schedulers", "2", "--remote"], "choose one"),
 ])
 def test_command_line_checks(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == EXIT_INVALID_INPUT

@@ -54,6 +54,12 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--schedulers", type=int, default=0, metavar="N",
                    help="over HTTP: serve the embedded API server and run the dispatcher and N scheduler "
                         "instances as separate processes against it; reports conflicts and retries too")
+    p.add_argument("--restart", action="store_true",
+                   help="the restart benchmark instead: a fresh scheduler lists 5000 nodes + 50000 bound pods "
+                        "(small: 500 + 5000; --nodes/--pods override), builds its cache and schedules one pod")
+    p.add_argument("--remote", action="store_true",
+                   help="over HTTP: serve the embedded API server and run one plain `ksched run` against it "
+                        "in another process (no dispatcher)")
 
 
 def _add_serve(sub: Any) -> None:
@@ -269,6 +275,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
             thr = f", upstream threshold {w.upstream_threshold} pods/s" if w.upstream_threshold else ""
             print(f"{name}: {w.description}{thr}")
         return 0
+    if args.restart:
+        if args.workloads or args.all or args.schedulers or args.remote:
+            print("error: --restart runs the restart benchmark alone", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+        from ksched.sim.restart import run_restart
+
+        small = args.size == "small"
+        n_nodes = args.nodes if args.nodes is not None else 500 if small else 5000
+        n_pods = args.pods if args.pods is not None else 5000 if small else 50000
+        if n_nodes < 1 or n_pods < 0:
+            print("error: --restart needs at least one node and no negative pod count", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+        print(json.dumps(run_restart(n_nodes, n_pods, args.seed)), flush=True)
+        return 0
     names = list(WORKLOADS) if args.all else (args.workloads or ["SchedulingBasic"])
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
@@ -277,12 +297,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.schedulers < 0:
         print("error: --schedulers must be at least 1", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    if args.schedulers:
+    if args.remote and args.schedulers:
+        print("error: --remote runs one plain scheduler; --schedulers N runs N dispatched instances: choose one",
+              file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.schedulers or args.remote:
         from ksched.sim.bench import run_workload_http
 
         for name in names:
-            out = run_workload_http(WORKLOADS[name](), args.schedulers, args.size, args.seed, args.nodes, args.pods,
-                                    args.init_pods, verbose=args.verbose)
+            out = run_workload_http(WORKLOADS[name](), args.schedulers or 1, args.size, args.seed, args.nodes,
+                                    args.pods, args.init_pods, verbose=args.verbose, dispatch=not args.remote)
             print(json.dumps(out), flush=True)
         return 0
     extra: list[str] = []
@@ -674,7 +698,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [p.scheduler_name for p in config.profiles] if config else ["default-scheduler"]
     print(f"ksched scheduling pods of {', '.join(names)} on {client.host}", flush=True)
     try:
-        ok = wait_until_signalled(failed=runner.crashed)
+        ok = wait_until_signalled(args.parent_pid, failed=runner.crashed)
     finally:
         runner.stop()
     if not ok:

@@ -60,6 +60,16 @@ class ProcessGroup:
         self.processes[name] = p
         return p
 
+    def start_scheduler(self, name: str = "scheduler", extra: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+        """A plain ``ksched run`` (no dispatcher): it schedules every pod of its profiles."""
+        cmd = [*_base(self.verbose), "run", *self._common()]
+        if self.config:
+            cmd += ["--config", self.config]
+        cmd += list(extra)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        self.processes[name] = p
+        return p
+
     def start_dispatcher(self, scheduler_names: Sequence[str] = (), policy: str | None = None) -> subprocess.Popen[bytes]:
         cmd = [*_base(self.verbose), "dispatch", *self._common()]
         for n in scheduler_names:

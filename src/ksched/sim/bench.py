@@ -234,9 +234,10 @@ def _instance_stats(store: Store) -> dict[str, dict[str, int]]:
 
 def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: int = 0, nodes: int | None = None,
                       measured: int | None = None, init: int | None = None, *, verbose: int = 0,
-                      timeout: float = 900.0, lease_duration: float = 6.0) -> dict[str, Any]:
+                      timeout: float = 900.0, lease_duration: float = 6.0, dispatch: bool = True) -> dict[str, Any]:
     """Run one workload over HTTP: the embedded API server in this process, the dispatcher and
-    ``schedulers`` instances (``ksched run --instance NAME --dispatch``) as separate processes.
+    ``schedulers`` instances (``ksched run --instance NAME --dispatch``) as separate processes;
+    with ``dispatch=False``, one plain ``ksched run`` instead (``ksched bench --remote``).
 
     Throughput is measured pods bound over the wall time from the first measured pod's creation
     to the last one's binding. ``conflicts`` counts bindings refused by the conflict resolver
@@ -251,6 +252,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
 
     if schedulers < 1:
         raise ValueError("schedulers must be at least 1")
+    if not dispatch and schedulers != 1:
+        raise ValueError("without the dispatcher, one scheduler runs")
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if w.config:
         raise ValueError(f"{w.name}: a workload with its own scheduler configuration cannot run over HTTP")
@@ -274,19 +277,23 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     tmp = tempfile.TemporaryDirectory(prefix="ksched-bench-")
     group = ProcessGroup(str(write_kubeconfig(f"{tmp.name}/kubeconfig", server.url)), verbose=verbose,
                          lease_duration=lease_duration)
-    names = instance_names(schedulers)
+    names = instance_names(schedulers) if dispatch else []
     error = ""
     try:
         t0 = time.perf_counter()
         _setup_cluster(store, w, n_nodes)
-        for name in names:
-            group.start_instance(name)
-        group.start_dispatcher()
-        deadline = time.monotonic() + 120
-        while len(_instance_stats(store)) < schedulers:
-            if time.monotonic() > deadline or not all(group.alive().values()):
-                raise RuntimeError(f"instances did not start: {group.alive()}")
-            time.sleep(0.05)
+        if dispatch:
+            for name in names:
+                group.start_instance(name)
+            group.start_dispatcher()
+            deadline = time.monotonic() + 120
+            while len(_instance_stats(store)) < schedulers:
+                if time.monotonic() > deadline or not all(group.alive().values()):
+                    raise RuntimeError(f"instances did not start: {group.alive()}")
+                time.sleep(0.05)
+        else:
+            group.start_scheduler()
+            _wait_remote_ready(store, watch, group, timeout=120)
         n_init = 0
         for j, (phase, cnt) in enumerate(zip(w.init, init_counts)):
             _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init{j}")
@@ -294,8 +301,9 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         if not watch.wait_for(n_init, timeout):
             raise RuntimeError(f"init pods not bound in {timeout}s ({len(watch.bound)}/{n_init})")
         setup_s = time.perf_counter() - t0
-        # Let every instance write fresh counters into its Lease (renewed every third of it).
-        time.sleep(lease_duration / 3 + 0.5)
+        if dispatch:
+            # Let every instance write fresh counters into its Lease (renewed every third of it).
+            time.sleep(lease_duration / 3 + 0.5)
         before = _instance_stats(store)
         calls.update(bindings=0, conflicts=0)
         gc.collect()
@@ -334,6 +342,7 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         "size": size,
         "transport": "http",
         "schedulers": schedulers,
+        "dispatcher": dispatch,
         "nodes": n_nodes,
         "init_pods": sum(init_counts),
         "measured_pods": n_measured,
@@ -341,7 +350,7 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         "seconds": round(elapsed, 4),
         "pods_per_second": round(bound / elapsed, 1) if elapsed > 0 else None,
         "conflicts": measured_calls["conflicts"],
-        "retries": max(0, attempts - bound),
+        "retries": max(0, attempts - bound) if dispatch else None,
         "binding_requests": measured_calls["bindings"],
         "create_seconds": round(created, 3),
         "dispatch_seconds": round(dispatch_s, 3),
@@ -358,6 +367,22 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     if error:
         out["error"] = error
     return out
+
+
+def _wait_remote_ready(store: Store, watch: _BindWatch, group: Any, timeout: float) -> None:
+    """A plain ``ksched run`` says nothing when its informers have synced: a warm-up pod bound
+    (then deleted) shows it schedules. Needs a node that fits a 1m/1Mi pod."""
+    warm = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench-warmup", "namespace": "default"},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}
+    store.create(warm, owned=True)
+    deadline = time.monotonic() + timeout
+    while "default/bench-warmup" not in watch.bound:
+        if time.monotonic() > deadline or not all(group.alive().values()):
+            raise RuntimeError(f"the scheduler did not start: {group.alive()}")
+        time.sleep(0.05)
+    store.delete("Pod", "default", "bench-warmup")
+    watch.bound.discard("default/bench-warmup")
 
 
 def _overcommitted_nodes(store: Store) -> int:
