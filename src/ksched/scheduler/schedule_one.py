@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +18,6 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status
 from ksched.scheduler.framework.types import NodeInfo
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
