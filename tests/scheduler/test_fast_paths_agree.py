@@ -66,8 +66,10 @@ def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, A
     return nodes, pods
 
 
-def _placements(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int,
-                cordon: str | None) -> dict[str, str | None]:
+def _outcomes(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int,
+              cordon: str | None) -> dict[str, tuple[str | None, str]]:
+    """Per pod: its node, and the message of its PodScheduled condition (for a pod that fits
+    nowhere, the FitError message with its per-reason node counts)."""
     sim = Simulation(seed=seed, vectorize=vectorize, kubelet=False, record_events=False)
     assert not sim.load([*nodes, *pods[: len(pods) // 2]])
     sim.run()
@@ -76,7 +78,11 @@ def _placements(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[st
     for p in pods[len(pods) // 2:]:
         sim.store.create(p)
     sim.run()
-    return {p.name: p.node_name or None for p in sim.store.items("Pod")}  # type: ignore[attr-defined]
+    out = {}
+    for p in sim.store.items("Pod"):
+        cond = p.condition("PodScheduled") or {}  # type: ignore[attr-defined]
+        out[p.name] = (p.node_name or None, str(cond.get("message") or ""))  # type: ignore[attr-defined]
+    return out
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -84,7 +90,23 @@ def test_fast_and_per_node_paths_place_pods_identically(seed: int) -> None:
     rng = random.Random(seed)
     nodes, pods = _cluster(rng)
     cordon = nodes[0]["metadata"]["name"] if rng.random() < 0.5 else None
-    fast = _placements(True, nodes, pods, seed, cordon)
-    slow = _placements(False, nodes, pods, seed, cordon)
+    fast = _outcomes(True, nodes, pods, seed, cordon)
+    slow = _outcomes(False, nodes, pods, seed, cordon)
     assert fast == slow
-    assert any(v is not None for v in fast.values())
+    assert any(node is not None for node, _ in fast.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_and_per_node_paths_explain_failures_identically(seed: int) -> None:
+    """Crowded clusters (many pods, few small nodes): most pods fit nowhere, and the vectorized
+    diagnosis (NodeResourcesFit's statuses for many nodes at once, masks for the rest) gives
+    the same FitError messages as asking every plugin on every node."""
+    rng = random.Random(1000 + seed)
+    nodes, pods = _cluster(rng)
+    nodes = nodes[: max(3, len(nodes) // 4)]
+    pods = pods + [dict(p, metadata={**p["metadata"], "name": p["metadata"]["name"] + "-b"}) for p in pods]
+    fast = _outcomes(True, nodes, pods, seed, None)
+    slow = _outcomes(False, nodes, pods, seed, None)
+    assert fast == slow
+    failed = [msg for node, msg in fast.values() if node is None]
+    assert failed and all(m.startswith(f"0/{len(nodes)} nodes are available") for m in failed)

@@ -132,11 +132,30 @@ class FeasibleNodeFinder:
         statuses: dict[int, Status] = {}  # position -> status of a node checked per node
         feasible: list[int] = []
         processed = n
-        if not node_plugins and not nominated_pos:
+        if not node_plugins:
             idx = np.flatnonzero(mask)
+            errors: dict[int, Status] = {}
+            if nominated_pos:
+                # Only the nodes with nominated pods need a per-node pass (with those pods).
+                rejected = []
+                for pos in sorted(nominated_pos):
+                    ni = infos[int(rows[pos])]
+                    assert ni is not None
+                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                    if st is not None:
+                        rejected.append(pos)
+                        if st.code == Code.ERROR:
+                            errors[pos] = st
+                        else:
+                            statuses[pos] = st
+                if rejected:
+                    idx = idx[~np.isin(idx, rejected)]
             if len(idx) >= num_to_find:
                 idx = idx[:num_to_find]
                 processed = int(idx[-1]) + 1
+            for pos in sorted(errors):
+                if pos < processed:  # a node the ordered walk would have reached
+                    raise _FilterError(errors[pos])
             feasible_rows = rows[idx]
         else:
             cand = np.flatnonzero(mask).tolist()
@@ -163,9 +182,100 @@ class FeasibleNodeFinder:
         if len(feasible_rows) == 0 or explain is not None:
             for name, m_all in row_masks.items():
                 masks[name] = m_all[rows]
-            self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plugins, masks, statuses,
-                           nominated_pos, diagnosis, explain, feasible_rows)
+            limit = processed if len(feasible_rows) else n
+            if explain is None:
+                self._diagnose_fast(state, pod, rows, limit, plugins, masks, statuses, nominated_pos, diagnosis,
+                                    feasible_rows)
+            else:
+                self._diagnose(state, pod, rows, limit, plugins, masks, statuses, nominated_pos, diagnosis,
+                               explain, feasible_rows)
         return feasible_rows, processed
+
+    def _diagnose_fast(self, state: CycleState, pod: Pod, rows: np.ndarray, limit: int, plugins: Sequence[Any],
+                       masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                       diagnosis: Diagnosis, feasible_rows: np.ndarray) -> None:
+        """``_diagnose`` without an explanation, a plugin at a time over all undecided nodes
+        instead of a node at a time: the same statuses (the first plugin in order that rejects
+        a node, with its reasons), with plugins' ``filter_statuses`` giving them for many nodes
+        at once. Only the processed nodes (the first ``limit`` positions) are diagnosed."""
+        fw = self.fw
+        snap = self.snapshot
+        infos = snap.infos
+        pos_rows = rows[:limit]
+        result: list[Status | None] = [None] * limit
+        undecided = np.ones(limit, dtype=bool)
+        if len(feasible_rows):
+            undecided &= ~np.isin(pos_rows, feasible_rows)
+        for pos, st in statuses.items():
+            if pos < limit:
+                result[pos] = st
+                undecided[pos] = False
+        # Nodes with nominated pods report the first pass's status (with them), as upstream,
+        # even where the vectorized filters alone already rejected the node.
+        per_node_nominated = {pos for pos in nominated_pos if pos < limit}
+        nom = fw.nominator
+        if nom is not None and len(nom):
+            pos_of = {int(r): i for i, r in enumerate(pos_rows.tolist())}
+            for node_name in list(nom.by_node):
+                r = snap.row_of.get(node_name)
+                pos = pos_of.get(r) if r is not None else None
+                if pos is not None and fw.nominated_pods_to_add(pod, node_name):
+                    per_node_nominated.add(pos)
+        for pos in sorted(per_node_nominated):
+            if not undecided[pos]:
+                continue
+            ni = infos[int(pos_rows[pos])]
+            assert ni is not None
+            result[pos] = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            undecided[pos] = False
+        remaining = np.flatnonzero(undecided)
+        for p in plugins:
+            if not len(remaining):
+                break
+            m = masks.get(p.name)
+            if m is not None:
+                passed = m[remaining]
+                failing = remaining[~passed]
+                keep = remaining[passed]
+            else:
+                failing = remaining
+                keep = remaining[:0]
+            if not len(failing):
+                remaining = keep
+                continue
+            still: list[int] = []
+            for pos, st in zip(failing.tolist(), self._statuses_of(p, state, pod, pos_rows[failing])):
+                if st is None or st.code == Code.SUCCESS:
+                    still.append(pos)  # the per-node form lets it through: the next plugins decide
+                else:
+                    result[pos] = st
+            remaining = np.union1d(keep, np.asarray(still, dtype=np.int64)) if still else keep
+        names = [infos[r].name for r in pos_rows.tolist()]  # type: ignore[union-attr]
+        node_to_status = diagnosis.node_to_status
+        seen: dict[int, Status] = {}
+        for name, st in zip(names, result):
+            if st is not None:
+                node_to_status[name] = st
+                seen[id(st)] = st
+        for st in seen.values():
+            diagnosis.add_plugin_of(st)
+
+    def _statuses_of(self, p: Any, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
+        """Plugin ``p``'s Filter status (plugin name set; None when it passes) on each row."""
+        vec = getattr(p, "filter_statuses", None) if self.fw.vectorize else None
+        if vec is not None and len(rows) > 1:
+            got = vec(state, pod, self.snapshot, rows)
+            if got is not None:
+                which, distinct = got
+                named: list[Status | None] = [st.with_plugin(p.name) for st in distinct]
+                named.append(None)  # which == -1: passes
+                return [named[k] for k in which.tolist()]
+        infos = self.snapshot.infos
+        out: list[Status | None] = []
+        for r in rows.tolist():
+            st = p.filter(state, pod, infos[r])
+            out.append(st.with_plugin(p.name) if st is not None and st.code != Code.SUCCESS else None)
+        return out
 
     def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
                   masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],

@@ -173,10 +173,21 @@ class FitError(Exception):
 
 
 def reasons_histogram(statuses: Iterable[Status], absent: tuple[Status | None, int] | None = None) -> dict[str, int]:
-    counts: dict[str, int] = {}
+    # Nodes mostly share a few Status objects: count those first, then their reasons.
+    by_id: dict[int, int] = {}
+    objs: dict[int, Status] = {}
     for s in statuses:
-        for r in s.reasons:
-            counts[r] = counts.get(r, 0) + 1
+        k = id(s)
+        n = by_id.get(k)
+        if n is None:
+            by_id[k] = 1
+            objs[k] = s
+        else:
+            by_id[k] = n + 1
+    counts: dict[str, int] = {}
+    for k, n in by_id.items():
+        for r in objs[k].reasons:
+            counts[r] = counts.get(r, 0) + n
     if absent is not None and absent[0] is not None and absent[1] > 0:
         for r in absent[0].reasons:
             counts[r] = counts.get(r, 0) + absent[1]

@@ -784,6 +784,8 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             return ()
         if self._have_listers():
             return self._build_default_constraints(pod, action)
+        if not pod.owner_references:
+            return ()  # without listers nor a controller, the default selector is empty
         # Without listers the default selector depends on the pod alone: computed once per Pod.
         cache = pod.cached()
         key = (self._token, action)
