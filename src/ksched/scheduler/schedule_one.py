@@ -118,14 +118,15 @@ class FeasibleNodeFinder:
         nominated_pos: set[int] = set()
         nom = fw.nominator
         if nom is not None and len(nom):
-            pos_of = np.full(len(snap.infos), -1, dtype=np.int64)
-            pos_of[rows] = np.arange(n, dtype=np.int64)
             for node_name in list(nom.by_node):
                 r = snap.row_of.get(node_name)
                 if r is None:
                     continue
-                pos = int(pos_of[r])
-                if pos < 0 or not mask[pos]:
+                at = np.flatnonzero(rows == r)  # a few nominated nodes: cheaper than a full inverse map
+                if not len(at):
+                    continue
+                pos = int(at[0])
+                if not mask[pos]:
                     continue
                 if fw.nominated_pods_to_add(pod, node_name):
                     nominated_pos.add(pos)
@@ -133,23 +134,22 @@ class FeasibleNodeFinder:
         feasible: list[int] = []
         processed = n
         if not node_plugins:
-            idx = np.flatnonzero(mask)
             errors: dict[int, Status] = {}
             if nominated_pos:
                 # Only the nodes with nominated pods need a per-node pass (with those pods).
-                rejected = []
                 for pos in sorted(nominated_pos):
                     ni = infos[int(rows[pos])]
                     assert ni is not None
-                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                    # Every Filter plugin is in ``mask`` here, and it accepted the node: only
+                    # the pass with the nominated pods is left.
+                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, passes_without=True)
                     if st is not None:
-                        rejected.append(pos)
+                        mask[pos] = False  # ``mask`` is this call's own array
                         if st.code == Code.ERROR:
                             errors[pos] = st
                         else:
                             statuses[pos] = st
-                if rejected:
-                    idx = idx[~np.isin(idx, rejected)]
+            idx = np.flatnonzero(mask)
             if len(idx) >= num_to_find:
                 idx = idx[:num_to_find]
                 processed = int(idx[-1]) + 1

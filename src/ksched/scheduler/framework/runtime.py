@@ -386,13 +386,14 @@ class Framework:
         return [pi for pi in nom.pods_for_node(node_name)
                 if (pi.pod.uid or pi.pod.key) != uid and pi.pod.priority >= prio]
 
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod,
-                                               node_info: NodeInfo) -> Status | None:
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo,
+                                               passes_without: bool = False) -> Status | None:
         """Two passes as upstream: with nominated pods of equal or higher priority added to the
-        node, then (if any were added) without them; both must pass."""
+        node, then (if any were added) without them; both must pass. ``passes_without``: the
+        caller already knows every Filter plugin accepts the node without them."""
         nominated = self.nominated_pods_to_add(pod, node_info.name)
         if not nominated:
-            return self.run_filter_plugins(state, pod, node_info)
+            return None if passes_without else self.run_filter_plugins(state, pod, node_info)
         state_with = state.clone()
         ni = node_info.clone()
         for pi in nominated:
@@ -401,7 +402,7 @@ class Framework:
             if st is not None:
                 return st
         st = self.run_filter_plugins(state_with, pod, ni)
-        if st is not None:
+        if st is not None or passes_without:
             return st
         return self.run_filter_plugins(state, pod, node_info)
 
