@@ -26,10 +26,10 @@ demo: $(STAMP)
 	$(VENV)/bin/ksched simulate examples/cluster --seed 1
 
 lint: $(TEST_STAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests scripts
 
 test: $(TEST_STAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests scripts
 	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)

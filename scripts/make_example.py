@@ -84,7 +84,7 @@ def main() -> None:
          "value": 5000, "description": "GPU training jobs"},
     ]
     nodes: list[dict[str, Any]] = []
-    for z, zone in enumerate(ZONES):
+    for zone in ZONES:
         for i in range(8):
             labels = {"node.kubernetes.io/instance-type": "m5.2xlarge"}
             if i % 2 == 0:
@@ -190,7 +190,7 @@ def main() -> None:
     (OUT / "00-cluster.yaml").write_text(header + yaml.safe_dump_all(cluster, sort_keys=False), encoding="utf-8")
     (OUT / "10-nodes.yaml").write_text(header + yaml.safe_dump(
         {"apiVersion": "v1", "kind": "List", "items": nodes}, sort_keys=False), encoding="utf-8")
-    (OUT / "20-pods.yaml").write_text(header + yaml.safe_dump_all(pods + [pdb], sort_keys=False), encoding="utf-8")
+    (OUT / "20-pods.yaml").write_text(header + yaml.safe_dump_all([*pods, pdb], sort_keys=False), encoding="utf-8")
     print(f"{len(nodes)} nodes, {len(pods)} pods -> {OUT}")
 
 

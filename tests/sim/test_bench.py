@@ -49,6 +49,19 @@ def test_cli_lists_and_prints_json() -> None:
     d = json.loads(buf.getvalue().strip().splitlines()[-1])
     assert d["workload"] == "SchedulingBasic" and d["nodes"] == 20 and d["measured_scheduled"] == 30
     assert set(d) >= {"pods_per_second", "p50_attempt_ms", "p99_attempt_ms", "peak_rss_mib", "config"}
+    # Targets are for upstream's full counts: a resized run says neither met nor missed.
+    assert d["target"] == 5000 and d["target_met"] is None
+
+
+@pytest.mark.parametrize("name, target", [
+    ("SchedulingBasic", 5000), ("SchedulingPodAntiAffinity", 600), ("SchedulingPodAffinity", 350),
+    ("SchedulingPreferredPodAffinity", 900), ("SchedulingNodeAffinity", 2200), ("TopologySpreading", 4600),
+    ("SchedulingCSIPVs", 1000), ("MixedSchedulingBasePod", 1400), ("PreemptionAsync", 5700),
+    ("Unschedulable", 5900), ("PreemptionBasic", None),
+])
+def test_targets(name: str, target: float | None) -> None:
+    """10x upstream's threshold, at least 1000 pods/s where that threshold is above 100."""
+    assert WORKLOADS[name]().target == target
 
 
 def test_unknown_workload_is_an_error() -> None:

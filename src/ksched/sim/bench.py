@@ -145,6 +145,9 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
         "peak_rss_mib": round(rss_kb / 1024, 1),
         "setup_seconds": round(setup_s, 2),
         "upstream_threshold": w.upstream_threshold,
+        "target": w.target,
+        "target_met": (bound_measured / elapsed >= w.target if elapsed > 0 else False)
+        if w.target is not None and size == "full" and nodes is None and measured is None and init is None else None,
         "cache_consistent": not problems,
         "config": {"seed": seed, "percentageOfNodesToScore": config.percentage_of_nodes_to_score,
                    "profiles": [p.scheduler_name for p in config.profiles],

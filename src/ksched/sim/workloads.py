@@ -182,6 +182,18 @@ class Workload:
     node_objects: Callable[[int], list[Manifest]] | None = None  # per node (CSINode)
     routine: Routine | None = None
 
+    @property
+    def target(self) -> float | None:
+        """ksched's target on a 2-core machine, in-process: SchedulingBasic 5000 pods/s; every
+        other workload 10x upstream's threshold and at least 1000 where that threshold is above
+        100; none where upstream has no threshold."""
+        if self.name == "SchedulingBasic":
+            return 5000.0
+        if self.upstream_threshold is None:
+            return None
+        t = 10.0 * self.upstream_threshold
+        return max(t, 1000.0) if self.upstream_threshold > 100 else t
+
 
 def _zone1(i: int) -> Manifest:
     return node_default(i, labels={ZONE: "zone1"})
