@@ -94,18 +94,10 @@ class FeasibleNodeFinder:
         cached_plugins = [p for p in plugins if forms[p.name] == "cached"]
         vec_plugins = [p for p in plugins if forms[p.name] == "vector"]
         node_plugins = [p for p in plugins if forms[p.name] == "node"]
-        # masks: per plugin, by position in ``rows``; row_masks: cached plugins, by table row (the
-        # AND over those is taken in row space, then gathered once).
+        # masks: per plugin, by position in ``rows`` (the cached plugins' only when diagnosing).
         masks: dict[str, np.ndarray] = {}
-        row_masks: dict[str, np.ndarray] = {}
         if cached_plugins:
-            combined: np.ndarray | None = None
-            for p in cached_plugins:
-                m_all = fw.row_cache.filter_mask(p, state, pod, snap)
-                row_masks[p.name] = m_all
-                combined = m_all.copy() if combined is None else np.logical_and(combined, m_all, out=combined)
-            assert combined is not None
-            mask = combined[rows]
+            mask = fw.row_cache.combined_filter_mask(cached_plugins, state, pod, snap)[rows]
         else:
             mask = np.ones(n, dtype=bool)
         for p in vec_plugins:
@@ -180,8 +172,8 @@ class FeasibleNodeFinder:
                     statuses[pos] = st
             feasible_rows = rows[np.asarray(feasible, dtype=np.int64)] if feasible else rows[:0]
         if len(feasible_rows) == 0 or explain is not None:
-            for name, m_all in row_masks.items():
-                masks[name] = m_all[rows]
+            for p in cached_plugins:
+                masks[p.name] = fw.row_cache.filter_mask(p, state, pod, snap)[rows]
             limit = processed if len(feasible_rows) else n
             if explain is None:
                 self._diagnose_fast(state, pod, rows, limit, plugins, masks, statuses, nominated_pos, diagnosis,

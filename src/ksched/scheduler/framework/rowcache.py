@@ -95,6 +95,51 @@ class RowResultCache:
             e.generation = snapshot.generation
         return e.values
 
+    def combined_filter_mask(self, plugins: list[Any], state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
+        """Whether every one of ``plugins`` (all row-local) passes, for every row: one entry
+        per combination of the plugins' keys, so a cycle that finds a few changed rows runs
+        their per-node Filters once, instead of refreshing one array per plugin and ANDing
+        them. Do not modify the result. The per-plugin arrays (``filter_mask``) stay
+        available for diagnosing a pod that fits nowhere."""
+        key = tuple(p.row_local_key(pod) for p in plugins)
+        names = tuple(p.name for p in plugins)
+        k = (names, "combined", key)
+        n = len(snapshot.infos)
+        e = self._entries.get(k)
+        if e is not None and e.snapshot is snapshot:
+            self._entries.move_to_end(k)
+            if e.generation == snapshot.generation:
+                self.hits += 1
+                return e.values
+            changed = snapshot.changed_rows_since(e.generation)
+            if len(e.values) == n and len(changed) <= _PER_NODE_LIMIT:
+                self.hits += 1
+                infos = snapshot.infos
+                values = e.values
+                for r in changed.tolist():
+                    ni = infos[r]
+                    ok = ni is not None
+                    if ok:
+                        for p in plugins:
+                            st = p.filter(state, pod, ni)
+                            if st is not None and st.code != Code.SUCCESS:
+                                ok = False
+                                break
+                    values[r] = ok
+                e.generation = snapshot.generation
+                return values
+        self.misses += 1
+        values = None
+        for p in plugins:
+            m = self.filter_mask(p, state, pod, snapshot)
+            values = m.copy() if values is None else np.logical_and(values, m, out=values)
+        assert values is not None
+        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
+        self._entries.move_to_end(k)
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return values
+
     @staticmethod
     def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         vec = getattr(plugin, "filter_nodes", None)
@@ -145,6 +190,53 @@ class RowResultCache:
                     e.values[live] = s
             e.generation = snapshot.generation
         return e.values
+
+    def combined_scores(self, plugins: list[tuple[Any, int]], state: CycleState, pod: Pod,
+                        snapshot: Snapshot) -> np.ndarray | None:
+        """The weighted sum of the raw scores of ``plugins`` ((plugin, weight) pairs, all
+        row-local and without NormalizeScore), for every row; kept up to date as rows change,
+        as ``combined_filter_mask``. None if a per-node Score reported an error (the caller
+        then scores plugin by plugin and reports it). Do not modify the result."""
+        key = tuple(p.row_local_key(pod) for p, _ in plugins)
+        names = tuple((p.name, w) for p, w in plugins)
+        k = (names, "combined-score", key)
+        n = len(snapshot.infos)
+        e = self._entries.get(k)
+        if e is not None and e.snapshot is snapshot:
+            self._entries.move_to_end(k)
+            if e.generation == snapshot.generation:
+                self.hits += 1
+                return e.values
+            changed = snapshot.changed_rows_since(e.generation)
+            if len(e.values) == n and len(changed) <= _PER_NODE_LIMIT:
+                self.hits += 1
+                infos = snapshot.infos
+                values = e.values
+                for r in changed.tolist():
+                    ni = infos[r]
+                    total = 0
+                    if ni is not None:
+                        for p, w in plugins:
+                            sc, st = p.score(state, pod, ni)
+                            if st is not None and st.code != Code.SUCCESS:
+                                self._entries.pop(k, None)
+                                return None
+                            total += sc * w
+                    values[r] = total
+                e.generation = snapshot.generation
+                return values
+        self.misses += 1
+        values = np.zeros(n, dtype=np.int64)
+        for p, w in plugins:
+            raw = self.raw_scores(p, state, pod, snapshot)
+            if raw is None:
+                return None
+            values += raw * w
+        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
+        self._entries.move_to_end(k)
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return values
 
     @staticmethod
     def _score_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot,

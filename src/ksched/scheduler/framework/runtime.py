@@ -447,11 +447,27 @@ class Framework:
         """Total weighted score per node (aligned with ``nodes``). ``record`` (if given) receives
         each plugin's raw, normalized and weighted scores."""
         n = len(nodes)
-        total = np.zeros(n, dtype=np.int64)
         skip = state.skip_score_plugins
         rows = nodes.rows
-        for p, form, norm, w, check in self.score_forms():
-            if p.name in skip:
+        forms = self.score_forms()
+        total = None
+        combined: list[tuple[ScorePlugin, int]] = []
+        if record is None:
+            # Row-local plugins without NormalizeScore add up the same way on every cycle: one
+            # array of their weighted sum, kept current as rows change.
+            combined = [(p, w) for p, form, norm, w, check in forms
+                        if form == "cached" and norm is None and not check and p.name not in skip]
+            if len(combined) > 1:
+                sums = self.row_cache.combined_scores(combined, state, pod, snapshot)
+                if sums is not None:
+                    total = sums[rows]
+            if total is None:
+                combined = []
+        if total is None:
+            total = np.zeros(n, dtype=np.int64)
+        done = {p.name for p, _ in combined}
+        for p, form, norm, w, check in forms:
+            if p.name in skip or p.name in done:
                 continue
             cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form == "cached" else None
             if cached is not None:
