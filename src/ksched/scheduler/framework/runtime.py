@@ -248,13 +248,18 @@ class Framework:
         if forms is None:
             forms = []
             for p in self.score_plugins:
-                if self.vectorize and getattr(p, "row_local_key", None) is not None:
+                norm = getattr(p, "normalize_score", None)
+                vec = getattr(p, "score_nodes", None)
+                # Row-local raw scores are reused across cycles; a plugin that normalizes them
+                # gains little from that over its own vectorized form, which it then keeps.
+                if self.vectorize and getattr(p, "row_local_key", None) is not None and \
+                        (norm is None or vec is None):
                     form = "cached"
                 elif self.vectorize and getattr(p, "score_nodes", None) is not None:
                     form = "vector"
                 else:
                     form = "node"
-                forms.append((p, form, getattr(p, "normalize_score", None), self.score_weights[p.name],
+                forms.append((p, form, norm, self.score_weights[p.name],
                               # In-tree plugins' ranges are proven by their tests; others are checked.
                               not type(p).__module__.startswith("ksched.scheduler.plugins.")))
             self._forms[key] = forms

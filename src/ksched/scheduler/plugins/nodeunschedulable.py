@@ -52,7 +52,11 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
         return self._status
 
     def row_local_key(self, pod: Pod) -> Any:
-        return tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)
+        c = pod.cached()
+        k = c.get("nodeunschedulable.tolerated")
+        if k is None:
+            k = c["nodeunschedulable.tolerated"] = tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)
+        return k
 
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):

@@ -117,6 +117,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
             return None
         return self._status
 
+    def row_local_key(self, pod: Pod) -> Any:
+        """Filter and raw Score on a node depend only on its taints and the pod's tolerations."""
+        return _pod_tolerations_key(pod)
+
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         tolerations = pod.tolerations
 
