@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ksched.api.pod import Pod
+from ksched.api.pod import Pod, resource_units
 from ksched.api.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -333,3 +335,32 @@ def test_resource_name_classes(name: str, hp: bool, ext: bool, scalar: bool) -> 
     assert is_hugepages(name) is hp
     assert is_extended_resource(name) is ext
     assert is_scalar_resource(name) is scalar
+
+
+_REQ = st.fixed_dictionaries({}, optional={
+    "cpu": st.sampled_from(["0", "1m", "100m", "2"]), "memory": st.sampled_from(["0", "1Mi", "200Mi", "1Gi"]),
+    "nvidia.com/gpu": st.sampled_from(["0", "1", "2"])})
+
+
+@settings(max_examples=150, deadline=None)
+@given(containers=st.lists(st.one_of(st.none(), _REQ), min_size=1, max_size=3),
+       overhead=st.one_of(st.none(), st.fixed_dictionaries({"cpu": st.sampled_from(["10m", "250m"])})))
+def test_shortcuts_agree_with_the_general_rule(containers: list[dict[str, Any] | None],
+                                               overhead: dict[str, Any] | None) -> None:
+    """Pods without init containers or pod-level resources take shortcuts; they give what the
+    general rule (sum of containers, the max with each init container, plus overhead) gives,
+    which an init container that requests nothing leaves unchanged."""
+    cs = [ctr(f"c{i}", requests=r) for i, r in enumerate(containers)]
+    plain = pod(cs, overhead=overhead)
+    general = pod(cs, init=[ctr("i", requests={"cpu": "0"})], overhead=overhead)
+    assert pod_requests(plain) == pod_requests(general)
+    # An init container without requests takes the defaults for non-zero requests: compare
+    # with sums computed by hand instead (a named request counts as is, even 0).
+    def nz(name: str, default: int) -> int:
+        return sum(resource_units(name, r[name]) if r and name in r else default for r in containers)
+
+    cpu = nz("cpu", DEFAULT_MILLI_CPU_REQUEST)
+    mem = nz("memory", DEFAULT_MEMORY_REQUEST)
+    if overhead:
+        cpu += resource_units("cpu", overhead["cpu"])
+    assert pod_non_zero_requests(plain) == (cpu, mem)

@@ -114,6 +114,10 @@ def pod_requests(pod: Pod) -> dict[str, int]:
     c = pod.cached()
     r = c.get("requests")
     if r is None:
+        if not pod.init_containers and not pod.pod_level_requests and not pod.overhead and len(pod.containers) == 1:
+            # The common shape: one container and nothing else to add.
+            r = c["requests"] = {k: v for k, v in pod.containers[0].requests.items() if v}
+            return r
         r = _requests(pod.containers, pod.init_containers, _plain)
         for k, v in pod.pod_level_requests.items():
             if k in _POD_LEVEL or is_hugepages(k):
@@ -133,6 +137,15 @@ def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     r = c.get("non_zero")
     if r is None:
         plr = pod.pod_level_requests
+        if not plr and not pod.init_containers:
+            # Containers only: each adds its request, or the default where it names none.
+            cpu = mem = 0
+            for ct in pod.containers:
+                req = ct.requests
+                cpu += req.get(CPU, DEFAULT_MILLI_CPU_REQUEST)
+                mem += req.get(MEMORY, DEFAULT_MEMORY_REQUEST)
+            r = c["non_zero"] = (cpu + pod.overhead.get(CPU, 0), mem + pod.overhead.get(MEMORY, 0))
+            return r
         if _pod_level_set(pod):
             # Upstream's getNonMissingContainerRequests: with pod-level resources, a default applies
             # only where neither the pod level nor any container (nor the overhead) names it.
