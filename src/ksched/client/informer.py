@@ -167,10 +167,28 @@ class Indexer:
     def upsert(self, obj: KubeObject) -> KubeObject | None:
         key = obj.key
         old = self.items.get(key)
-        if old is not None:
-            self._unindex(key, old)
         self.items[key] = obj
-        self._index(key, obj)
+        if old is None:
+            self._index(key, obj)
+            return old
+        indices = self._indices
+        for name, fn in self._indexers.items():
+            before, after = fn(old), fn(obj)
+            if before == after:
+                continue  # the usual update: the index values did not change
+            idx = indices[name]
+            for v in before:
+                ks = idx.get(v)
+                if ks is not None:
+                    ks.discard(key)
+                    if not ks:
+                        del idx[v]
+            for v in after:
+                ks = idx.get(v)
+                if ks is None:
+                    idx[v] = {key}
+                else:
+                    ks.add(key)
         return old
 
     def remove(self, key: str) -> KubeObject | None:
