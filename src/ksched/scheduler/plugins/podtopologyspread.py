@@ -468,12 +468,13 @@ def _fit(a: np.ndarray, n: int) -> np.ndarray:
 class _RowCounts:
     """Matching pods per row for one (namespace, selector), with the generation counted at."""
 
-    __slots__ = ("counts", "gens", "version")
+    __slots__ = ("counts", "gens", "synced_at", "version")
 
     def __init__(self, n: int) -> None:
         self.gens = np.full(n, -1, dtype=np.int64)
         self.counts = np.zeros(n, dtype=np.int64)
         self.version = -1
+        self.synced_at = -1  # the snapshot generation every row was counted at (-1: not yet)
 
     def fit(self, n: int) -> None:
         if len(self.gens) < n:
@@ -487,24 +488,28 @@ class _DomainSums:
     selector, eligible-domain array); each row's contribution is replaced when its generation
     changes. Index 0 collects the rows that do not count."""
 
-    __slots__ = ("gens", "nodes", "row_cnt", "row_dom", "sums", "version")
+    __slots__ = ("gens", "nodes", "row_cnt", "row_dom", "sums", "synced_at", "version")
 
     FULL_REBUILD = 256
 
     def __init__(self) -> None:
         self.version = -1
+        self.synced_at = -1
         self.gens = np.zeros(0, dtype=np.int64)
         self.row_dom = np.zeros(0, dtype=np.int64)
         self.row_cnt = np.zeros(0, dtype=np.int64)
         self.sums = np.zeros(1, dtype=np.int64)
         self.nodes = np.zeros(1, dtype=np.int64)
 
-    def refresh(self, gens: np.ndarray, row_dom: np.ndarray, counts: np.ndarray, size: int) -> None:
+    def refresh(self, gens: np.ndarray, row_dom: np.ndarray, counts: np.ndarray, size: int,
+                changed: np.ndarray | None = None) -> None:
+        """``changed``: the rows changed since the last refresh (a superset of those whose
+        generation differs), when the caller knows them."""
         n = len(gens)
         if len(self.gens) != n:
             stale = None
         else:
-            stale = np.flatnonzero(self.gens != gens)
+            stale = changed if changed is not None else np.flatnonzero(self.gens != gens)
             if not stale.size:
                 self.grow(size)
                 return
@@ -587,7 +592,10 @@ class _RowCache:
                 return e.counts[:n]
             e.fit(n)
         e.version = self._version
-        stale = np.flatnonzero(e.gens[:n] != gens)
+        # Rows changed since the last count: the snapshot knows them (usually one or two).
+        stale = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else \
+            np.flatnonzero(e.gens[:n] != gens)
+        e.synced_at = snapshot.generation
         if stale.size:
             infos = snapshot.infos
             counts = e.counts
@@ -613,7 +621,9 @@ class _RowCache:
                 e.grow(size)
                 return e
         e.version = self._version
-        e.refresh(self._gens, row_dom, counts, size)
+        changed = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else None
+        e.synced_at = snapshot.generation
+        e.refresh(self._gens, row_dom, counts, size, changed)
         return e
 
 
