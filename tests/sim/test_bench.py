@@ -67,3 +67,19 @@ def test_targets(name: str, target: float | None) -> None:
 def test_unknown_workload_is_an_error() -> None:
     with contextlib.redirect_stderr(io.StringIO()):
         assert main(["bench", "NoSuchWorkload"]) == 2
+
+
+def test_breakdown_times_the_phases_and_restores_the_methods() -> None:
+    from ksched.scheduler.scheduler import Scheduler
+
+    before = Scheduler.__dict__["schedule_one"]
+    out = run_workload(WORKLOADS["SchedulingBasic"](), "small", nodes=30, measured=40, init=10, phases=True)
+    assert Scheduler.__dict__["schedule_one"] is before
+    b = out["breakdown_us_per_pod"]
+    assert set(b) >= {"schedule_one", "schedule_pod", "find_feasible", "score", "bindings", "bind", "event",
+                      "informers"}
+    assert all(v > 0 for v in b.values())
+    # Nested phases take no longer than the phase around them.
+    assert b["schedule_pod"] <= b["schedule_one"] and b["bind"] <= b["bindings"]
+    assert "breakdown_us_per_pod" not in run_workload(WORKLOADS["SchedulingBasic"](), "small", nodes=30, measured=10,
+                                                      init=0)

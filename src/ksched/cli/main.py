@@ -57,6 +57,9 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--restart", action="store_true",
                    help="the restart benchmark instead: a fresh scheduler lists 5000 nodes + 50000 bound pods "
                         "(small: 500 + 5000; --nodes/--pods override), builds its cache and schedules one pod")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also report the microseconds per measured pod spent in each phase of the cycles "
+                        "(in-process runs; the timers cost a few percent)")
     p.add_argument("--remote", action="store_true",
                    help="over HTTP: serve the embedded API server and run one plain `ksched run` against it "
                         "in another process (no dispatcher)")
@@ -309,7 +312,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                     args.pods, args.init_pods, verbose=args.verbose, dispatch=not args.remote)
             print(json.dumps(out), flush=True)
         return 0
-    extra: list[str] = []
+    if args.breakdown and (args.schedulers or args.remote):
+        print("error: --breakdown times in-process runs only", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    extra: list[str] = ["--breakdown"] if args.breakdown else []
     if args.nodes is not None:
         extra += ["--nodes", str(args.nodes)]
     if args.pods is not None:
@@ -318,7 +324,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         extra += ["--init-pods", str(args.init_pods)]
     for name in names:
         if args.in_process or len(names) == 1:
-            out = run_workload(WORKLOADS[name](), args.size, args.seed, args.nodes, args.pods, args.init_pods)
+            out = run_workload(WORKLOADS[name](), args.size, args.seed, args.nodes, args.pods, args.init_pods,
+                               phases=args.breakdown)
         else:
             out = run_in_subprocess(name, args.size, args.seed, extra)
         print(json.dumps(out), flush=True)

@@ -9,6 +9,7 @@ last of them is bound (or, for workloads with unschedulable pods, has been attem
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -24,6 +25,7 @@ from ksched.client.inprocess import InProcessClient
 from ksched.clock import RealClock
 from ksched.scheduler.config import SchedulerConfiguration, parse_configuration
 from ksched.scheduler.scheduler import Scheduler
+from ksched.sim.breakdown import Breakdown, breakdown
 from ksched.sim.workloads import WORKLOADS, Phase, Workload, node_default, pod_default
 
 __all__ = ["WORKLOADS", "Phase", "Workload", "node_default", "pod_default", "run_workload"]
@@ -60,12 +62,21 @@ def _setup_cluster(store: Store, w: Workload, n_nodes: int) -> None:
 
 def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | None = None,
                  measured: int | None = None, init: int | None = None,
-                 config: SchedulerConfiguration | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+                 config: SchedulerConfiguration | None = None, timeout: float = 3600.0,
+                 phases: bool = False) -> dict[str, Any]:
     """Run one workload in this process; returns the JSON-able result.
 
     The measured phase ends when every measured pod is bound, or when nothing more can happen
     (pods that cannot fit); a workload's routine keeps creating its pods on the wall clock
-    while it runs."""
+    while it runs. ``phases``: also time the main phases of the cycles (``breakdown_us_per_pod``,
+    see ``ksched.sim.breakdown``)."""
+    with contextlib.ExitStack() as stack:
+        timing = stack.enter_context(breakdown()) if phases else None
+        return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing)
+
+
+def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured: int | None, init: int | None,
+                  config: SchedulerConfiguration | None, timeout: float, timing: Breakdown | None) -> dict[str, Any]:
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
@@ -101,6 +112,8 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
             bound_names.add(obj.name)
 
     store.on_commit.append(count_bound)
+    if timing is not None:
+        timing.reset()
     start = time.perf_counter()
     next_routine = start + routine.interval if routine is not None else float("inf")
     while True:
@@ -152,6 +165,7 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
         "target_met": (bound_measured / elapsed >= w.target if elapsed > 0 else False)
         if w.target is not None and size == "full" and nodes is None and measured is None and init is None else None,
         "cache_consistent": not problems,
+        **({"breakdown_us_per_pod": timing.per_pod_us(bound_measured)} if timing is not None else {}),
         "config": {"seed": seed, "percentageOfNodesToScore": config.percentage_of_nodes_to_score,
                    "profiles": [p.scheduler_name for p in config.profiles],
                    "python": sys.version.split()[0]},
