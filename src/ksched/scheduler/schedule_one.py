@@ -100,10 +100,16 @@ class FeasibleNodeFinder:
             mask = fw.row_cache.combined_filter_mask(cached_plugins, state, pod, snap)[rows]
         else:
             mask = np.ones(n, dtype=bool)
+        per_node_now: set[str] = set()
         for p in vec_plugins:
             m = p.filter_nodes(state, pod, snap, rows)  # type: ignore[attr-defined]
+            if m is None:
+                per_node_now.add(p.name)  # the plugin's vectorized form declined this pod
+                continue
             masks[p.name] = m
             mask &= m
+        if per_node_now:
+            node_plugins = [p for p in plugins if forms[p.name] == "node" or p.name in per_node_now]
         # Nodes with nominated pods are evaluated per node, twice (with and without them).
         # A node the vectorized filters already reject fails the second pass (without the
         # nominated pods) anyway, so only nodes they accept need the per-node passes.

@@ -923,3 +923,31 @@ def test_hint_csidriver() -> None:
     assert VolumeBinding.is_schedulable_after_csidriver_change(pod, on, off) == QueueingHint.QUEUE
     assert VolumeBinding.is_schedulable_after_csidriver_change(pod, off, on) == QueueingHint.QUEUE_SKIP
     assert VolumeBinding.is_schedulable_after_csidriver_change(POD_PVC, on, off) == QueueingHint.QUEUE_SKIP
+
+
+def test_filter_nodes_decides_every_node_at_once_only_when_the_answer_is_the_same_everywhere() -> None:
+    """Claims all bound to volumes without node affinity (or no claims): every node passes, in
+    one call, and Reserve/PreBind find the (empty) volumes for the chosen node without a
+    per-node Filter. Claims still to bind: the vectorized form declines (None) and Filter runs
+    per node."""
+    import numpy as np
+
+    anywhere = pv("pv-bound", "", "1G", bound_to=BOUND_PVC)  # no node affinity
+    informers = FakeInformers(*CLASSES, BOUND_PVC, anywhere, UNBOUND_PVC, PV_NODE1A)
+    r = PluginRunner(["VolumeBinding"], [NODE1], informers=informers)
+    pl = r.fw.plugins["VolumeBinding"]
+    snap = r.snapshot
+    for pod in (claims_pod(BOUND_PVC), make_pod("no-claims")):
+        state, _, _ = r.pre_filter(pod)
+        mask = pl.filter_nodes(state, pod, snap, snap.order)
+        assert isinstance(mask, np.ndarray) and mask.tolist() == [True]
+        assert pl.reserve(state, pod, "node1") is None
+        assert pl.pre_bind_pre_flight(state, pod, "node1").code == Code.SKIP
+    for pod in (claims_pod(UNBOUND_PVC), claims_pod(BOUND_PVC, name="affine")):
+        r2 = PluginRunner(["VolumeBinding"], [NODE1], informers=FakeInformers(*CLASSES, BOUND_PVC, PV_BOUND,
+                                                                              UNBOUND_PVC, PV_NODE1A))
+        pl2 = r2.fw.plugins["VolumeBinding"]
+        state, _, _ = r2.pre_filter(pod)
+        assert pl2.filter_nodes(state, pod, r2.snapshot, r2.snapshot.order) is None
+        # The scheduler then asks per node, and the volume's node fits.
+        assert pl2.filter(state, pod, r2.snapshot.get("node1")) is None

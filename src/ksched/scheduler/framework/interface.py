@@ -202,7 +202,8 @@ class PreFilterPlugin(Plugin):
 
 class FilterPlugin(Plugin):
     """``filter`` per node. A plugin may also define
-    ``filter_nodes(state, pod, snapshot, rows) -> np.ndarray[bool]`` over rows of the node table."""
+    ``filter_nodes(state, pod, snapshot, rows) -> np.ndarray[bool]`` over rows of the node table;
+    returning None there means "not this time": ``filter`` then runs per node for this cycle."""
 
     @abstractmethod
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

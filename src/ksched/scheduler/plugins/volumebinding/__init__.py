@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ksched.api.pod import Pod
 from ksched.api.quantity import value
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
@@ -94,6 +96,17 @@ class _State(StateData):
 
     def clone(self) -> _State:
         return self
+
+    def volumes_for(self, node_name: str) -> PodVolumes | None:
+        """What Filter found for the pod's claims on a node (None: the pod has no claims or the
+        node was not filtered). Claims that are bound anywhere need nothing on any node."""
+        by_node = self.pod_volumes_by_node
+        if by_node is None:
+            return None
+        got = by_node.get(node_name)
+        if got is None and self.bound_anywhere:
+            got = by_node[node_name] = PodVolumes()
+        return got
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -197,15 +210,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         claims = s.pod_volume_claims
         if claims is None:
             return None
-        if s.bound_anywhere is None:
-            s.bound_anywhere = not claims.unbound_claims_delay_binding and all(
-                isinstance(pv := self.binder.pv_cache.get(c.volume_name), PersistentVolume)
-                and pv.node_affinity is None for c in claims.bound_claims)
-        if s.bound_anywhere:
-            # What find_pod_volumes would conclude on any node, without asking per node.
-            assert s.pod_volumes_by_node is not None
-            s.pod_volumes_by_node[node.name] = PodVolumes()
-            return None
+        if self._bound_anywhere(s, claims):
+            return None  # what find_pod_volumes would conclude on any node (see _State.volumes_for)
         try:
             pod_volumes, reasons = self.binder.find_pod_volumes(pod, claims, node)
         except VolumeBindingError as e:
@@ -216,6 +222,24 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         s.pod_volumes_by_node[node.name] = pod_volumes
         if pod_volumes.static_bindings:
             s.has_static_bindings = True
+        return None
+
+    def _bound_anywhere(self, s: _State, claims: PodVolumeClaims) -> bool:
+        if s.bound_anywhere is None:
+            s.bound_anywhere = not claims.unbound_claims_delay_binding and all(
+                isinstance(pv := self.binder.pv_cache.get(c.volume_name), PersistentVolume)
+                and pv.node_affinity is None for c in claims.bound_claims)
+        return s.bound_anywhere
+
+    def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Any, rows: np.ndarray) -> np.ndarray | None:
+        """Every node at once when the answer is the same everywhere (no claims, or claims all
+        bound to volumes without node affinity); None otherwise: Filter then runs per node."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return None
+        claims = s.pod_volume_claims
+        if claims is None or self._bound_anywhere(s, claims):
+            return np.ones(len(rows), dtype=bool)
         return None
 
     # ---- PreScore / Score -------------------------------------------------------------------
@@ -236,7 +260,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             s = self._state(state)
         except VolumeBindingError as e:
             return 0, Status.as_error(str(e), NAME)
-        pv = (s.pod_volumes_by_node or {}).get(node_info.name)
+        pv = s.volumes_for(node_info.name)
         if pv is None:
             return 0, None
         classes: dict[str, list[int]] = {}
@@ -266,7 +290,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             s = self._state(state)
         except VolumeBindingError as e:
             return Status.as_error(str(e), NAME)
-        pv = (s.pod_volumes_by_node or {}).get(node_name)
+        pv = s.volumes_for(node_name)
         if pv is None:
             s.all_bound = True  # the pod uses no claim
             return None
@@ -280,7 +304,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         s = state.get(STATE_KEY)
         if not isinstance(s, _State):
             return
-        pv = (s.pod_volumes_by_node or {}).get(node_name)
+        pv = s.volumes_for(node_name)
         if pv is not None:
             self.binder.revert_assumed_pod_volumes(pv)
 
@@ -293,7 +317,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.as_error(str(e), NAME)
         if s.all_bound:
             return Status.skip()
-        if node_name not in (s.pod_volumes_by_node or {}):
+        if s.volumes_for(node_name) is None:
             return Status.as_error(f'no pod volumes found for node "{node_name}"', NAME)
         return None
 
@@ -304,7 +328,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.as_error(str(e), NAME)
         if s.all_bound:
             return None
-        pv = (s.pod_volumes_by_node or {}).get(node_name)
+        pv = s.volumes_for(node_name)
         if pv is None:
             return Status.as_error(f'no pod volumes found for node "{node_name}"', NAME)
         try:
