@@ -78,7 +78,7 @@ class FeasibleNodeFinder:
         self.snapshot = snapshot
 
     def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
-             diagnosis: Diagnosis, explain: Explanation | None) -> tuple[np.ndarray, int]:
+             diagnosis: Diagnosis, explain: Explanation | None, rotation: int | None = None) -> tuple[np.ndarray, int]:
         """Rows (in ``rows`` order) of up to ``num_to_find`` feasible nodes, and how many nodes
         were processed. Fills ``diagnosis`` for the processed nodes that failed, but only when
         none fit (statuses are only needed then) or when explaining."""
@@ -114,20 +114,30 @@ class FeasibleNodeFinder:
         # A node the vectorized filters already reject fails the second pass (without the
         # nominated pods) anyway, so only nodes they accept need the per-node passes.
         nominated_pos: set[int] = set()
+        nominated_of: dict[int, list[Any]] = {}
         nom = fw.nominator
         if nom is not None and len(nom):
             for node_name in list(nom.by_node):
                 r = snap.row_of.get(node_name)
                 if r is None:
                     continue
-                at = np.flatnonzero(rows == r)  # a few nominated nodes: cheaper than a full inverse map
-                if not len(at):
-                    continue
-                pos = int(at[0])
+                if rotation is not None:
+                    # ``rows`` is the snapshot's order rotated left by ``rotation``.
+                    i = snap.position_in_order.get(r)
+                    if i is None:
+                        continue
+                    pos = (i - rotation) % n
+                else:
+                    at = np.flatnonzero(rows == r)
+                    if not len(at):
+                        continue
+                    pos = int(at[0])
                 if not mask[pos]:
                     continue
-                if fw.nominated_pods_to_add(pod, node_name):
+                to_add = fw.nominated_pods_to_add(pod, node_name)
+                if to_add:
                     nominated_pos.add(pos)
+                    nominated_of[pos] = to_add
         statuses: dict[int, Status] = {}  # position -> status of a node checked per node
         feasible: list[int] = []
         processed = n
@@ -135,12 +145,29 @@ class FeasibleNodeFinder:
             errors: dict[int, Status] = {}
             if nominated_pos:
                 # Only the nodes with nominated pods need a per-node pass (with those pods).
+                # When every Filter plugin is row-local, its verdict depends only on the node's
+                # generation, the nominated pods and the pod's keys: remembered across cycles
+                # (replicas of one template ask the same question until the node changes).
+                keys = tuple(p.row_local_key(pod) for p in cached_plugins) if not vec_plugins else None
+                verdicts = fw.nominated_verdicts
                 for pos in sorted(nominated_pos):
-                    ni = infos[int(rows[pos])]
+                    r = int(rows[pos])
+                    ni = infos[r]
                     assert ni is not None
-                    # Every Filter plugin is in ``mask`` here, and it accepted the node: only
-                    # the pass with the nominated pods is left.
-                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, passes_without=True)
+                    ck = None
+                    if keys is not None:
+                        ck = (r, snap.generations[r], keys,
+                              tuple((pi.pod.uid, pi.pod.resource_version) for pi in nominated_of[pos]))
+                    if ck is not None and ck in verdicts:
+                        st = verdicts[ck]
+                    else:
+                        # Every Filter plugin is in ``mask`` here, and it accepted the node: only
+                        # the pass with the nominated pods is left.
+                        st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, passes_without=True)
+                        if ck is not None and (st is None or st.code != Code.ERROR):
+                            if len(verdicts) >= 4096:
+                                verdicts.clear()
+                            verdicts[ck] = st
                     if st is not None:
                         mask[pos] = False  # ``mask`` is this call's own array
                         if st.code == Code.ERROR:
@@ -442,7 +469,8 @@ class Algorithm:
         ordered = np.concatenate((rows[start:], rows[:start])) if start else rows
         finder = FeasibleNodeFinder(fw, snapshot)
         try:
-            feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain)
+            feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain,
+                                              rotation=start if rows is snapshot.order else None)
         except _FilterError as e:
             self.next_start_node_index %= num_all
             raise SchedulingError(e.status) from e

@@ -44,6 +44,7 @@ class Snapshot:
         self._last_update: tuple[int, np.ndarray] | None = None
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
+        self.position_in_order: dict[int, int] = {}  # row -> its index in ``order``
         # Side lists (upstream's havePodsWithAffinityNodeInfoList, ...), kept per row and updated
         # with the rows that change; the lists are rebuilt from these only when read after a change.
         self._aff_rows: dict[int, NodeInfo] = {}
@@ -155,6 +156,7 @@ class Snapshot:
     def _set_order(self, rows: list[int]) -> None:
         self.order = np.asarray(rows, dtype=np.int64)
         self.row_of = {self.infos[r].name: r for r in rows}  # type: ignore[union-attr]
+        self.position_in_order = {r: i for i, r in enumerate(rows)}
         self._all = None
 
     def _apply_row(self, row: int, prev: NodeInfo | None, new: NodeInfo | None) -> None:

@@ -131,6 +131,9 @@ class Framework:
         self.waiting_pods: dict[str, WaitingPod] = {}
         # Row-local Filter verdicts and raw Scores reused across cycles (see rowcache.py).
         self.row_cache = RowResultCache()
+        # Verdicts of the Filter pass with nominated pods, for row-local plugin sets (see
+        # FeasibleNodeFinder.find): (row, node generation, pod keys, nominated pods) -> status.
+        self.nominated_verdicts: dict[tuple[Any, ...], Status | None] = {}
         self._forms: dict[tuple[str, bool], Any] = {}
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
