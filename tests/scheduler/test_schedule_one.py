@@ -413,3 +413,31 @@ def test_explain_records_filters_and_scores():
     assert ex.scores["b"]["LabelScore"] == {"raw": 7, "normalized": 7, "weighted": 7}
     assert ex.scores["b"]["total"] == 7 and ex.scores["a"]["total"] == 3
     assert ex.to_dict()["selectedNode"] == "b"
+
+
+def test_nominated_pass_verdicts_are_remembered_while_nothing_changes():
+    """With only row-local Filter plugins active, the pass with nominated pods is remembered per
+    (node generation, pod keys, nominated pods): replicas reuse it, and a change to the node or
+    to the nominated pods is seen."""
+    from ksched.scheduler.plugins.noderesources.fit import Fit
+
+    s = Setup([make_node("a", cpu="1"), make_node("b", cpu="1")], Fit, Equal)
+    vip = PodInfo(make_pod("vip", priority=100, requests={"cpu": "800m"}))
+    s.fw.nominator.add(vip, "a")
+    for i in range(5):
+        assert s.schedule(make_pod(f"p{i}", priority=10, requests={"cpu": "300m"})).suggested_host == "b"
+    assert len(s.fw.nominated_verdicts) == 1  # one question, asked five times
+    # A smaller pod fits beside the nominated one: a different key, a different answer.
+    hosts = {s.schedule(make_pod(f"s{i}", priority=10, requests={"cpu": "100m"})).suggested_host for i in range(20)}
+    assert hosts == {"a", "b"}
+    # The nominated pod goes away: "a" is open to the big pods too.
+    s.fw.nominator.delete(vip.pod)
+    hosts = {s.schedule(make_pod(f"q{i}", priority=10, requests={"cpu": "300m"})).suggested_host for i in range(20)}
+    assert hosts == {"a", "b"}
+    # Back again, with "a" changed meanwhile (a small pod bound there): still no room for 300m.
+    s.fw.nominator.add(vip, "a")
+    s.cache.add_pod(make_pod("small", node_name="a", requests={"cpu": "100m"}))
+    assert s.schedule(make_pod("r", priority=10, requests={"cpu": "300m"})).suggested_host == "b"
+    s.fw.nominator.delete(vip.pod)
+    s.cache.add_pod(make_pod("big", node_name="b", requests={"cpu": "900m"}))
+    assert s.schedule(make_pod("t", priority=10, requests={"cpu": "300m"})).suggested_host == "a"
