@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
@@ -285,3 +287,26 @@ def test_is_pod_running_preemption(name: str, preempting: set[str], last: dict[s
 ])
 def test_aggregate_error_message(msgs: list[str], want: str) -> None:
     assert aggregate_error_message(msgs) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.one_of(st.none(), st.integers(0, 5))), max_size=8))
+def test_default_importance_key_sort_matches_the_comparison(specs: list[tuple[int, int | None]]) -> None:
+    """DefaultPreemption sorts victims with a key (priority, then start time) when its
+    ``more_important_pod`` is the default: the same order as the comparison sort."""
+    from ksched.scheduler.plugins.defaultpreemption import DefaultPreemption
+    from ksched.scheduler.preemption import more_important_pod, sort_by_importance
+
+    infos = []
+    for i, (prio, start) in enumerate(specs):
+        raw = make_pod(f"p{i}", priority=prio).raw
+        if start is not None:
+            raw["status"] = {"startTime": f"2026-01-01T00:00:0{start}Z"}
+        infos.append(PodInfo(Pod(raw)))
+    plugin = DefaultPreemption({}, None)
+    now = plugin._now()
+    by_cmp = list(infos)
+    sort_by_importance(by_cmp, lambda a, b: more_important_pod(a, b, now), lambda pi: pi.pod)
+    by_key = list(infos)
+    plugin._sort_by_importance(by_key)
+    assert [pi.pod.name for pi in by_key] == [pi.pod.name for pi in by_cmp]

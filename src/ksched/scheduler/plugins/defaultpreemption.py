@@ -49,6 +49,7 @@ from ksched.scheduler.preemption import (
     Victims,
     filter_pods_with_pdb_violation,
     more_important_pod,
+    pod_start_time,
     sort_by_importance,
 )
 
@@ -114,6 +115,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         self.is_eligible_pod: IsEligiblePodFunc = lambda node_info, victim, preemptor: True
         # Default: higher priority, then longer running, is more important.
         self.more_important_pod: MoreImportantPodFunc = lambda a, b: more_important_pod(a, b, self._now())
+        self._default_importance = self.more_important_pod
         informers = getattr(h, "informers", None)
         if informers is not None:
             # Upstream takes its Pod and PDB listers at construction, so they sync with the rest.
@@ -238,7 +240,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if st is not None and st.code != Code.SUCCESS:
             return [], 0, st
 
-        sort_by_importance(potential, self.more_important_pod, lambda pi: pi.pod)
+        self._sort_by_importance(potential)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
@@ -267,8 +269,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             if err is not None:
                 return [], 0, err
         if violating and non_violating:
-            sort_by_importance(victims, self.more_important_pod, lambda pi: pi.pod)
+            self._sort_by_importance(victims)
         return [pi.pod for pi in victims], num_violating, None
+
+    def _sort_by_importance(self, infos: list[PodInfo]) -> None:
+        """Most important first. The default order is a key sort (higher priority, then earlier
+        start); a replaced ``more_important_pod`` is used as a comparison."""
+        if self.more_important_pod is not self._default_importance:
+            sort_by_importance(infos, self.more_important_pod, lambda pi: pi.pod)
+            return
+        now = self._now()
+        infos.sort(key=lambda pi: (-pi.pod.priority, pod_start_time(pi.pod, now)))
 
 
 def _as_error(st: Status) -> Status:
