@@ -83,3 +83,24 @@ def test_breakdown_times_the_phases_and_restores_the_methods() -> None:
     assert b["schedule_pod"] <= b["schedule_one"] and b["bind"] <= b["bindings"]
     assert "breakdown_us_per_pod" not in run_workload(WORKLOADS["SchedulingBasic"](), "small", nodes=30, measured=10,
                                                       init=0)
+
+
+def test_median_run_picks_the_middle_figure_and_keeps_them_all() -> None:
+    from ksched.sim.bench import median_run
+
+    runs = [{"workload": "W", "pods_per_second": v, "seconds": s} for v, s in ((300.0, 1), (100.0, 3), (200.0, 2))]
+    out = median_run(runs)
+    assert out["pods_per_second"] == 200.0 and out["seconds"] == 2
+    assert out["runs_pods_per_second"] == [300.0, 100.0, 200.0]
+    assert median_run([*runs, {"workload": "W", "error": "boom"}])["error"] == "boom"
+
+
+def test_cli_repeat_reports_every_run() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["bench", "SchedulingBasic", "--nodes", "10", "--pods", "10", "--init-pods", "0",
+                     "--repeat", "2"]) == 0
+    d = json.loads(buf.getvalue().strip().splitlines()[-1])
+    assert len(d["runs_pods_per_second"]) == 2 and d["pods_per_second"] == min(d["runs_pods_per_second"])
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(["bench", "SchedulingBasic", "--repeat", "0"]) == 2

@@ -57,6 +57,9 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--restart", action="store_true",
                    help="the restart benchmark instead: a fresh scheduler lists 5000 nodes + 50000 bound pods "
                         "(small: 500 + 5000; --nodes/--pods override), builds its cache and schedules one pod")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each workload N times (each in its own process) and report the run with the median "
+                        "pods/s, with every run's figure in runs_pods_per_second")
     p.add_argument("--breakdown", action="store_true",
                    help="also report the microseconds per measured pod spent in each phase of the cycles "
                         "(in-process runs; the timers cost a few percent)")
@@ -270,7 +273,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ksched.sim.bench import WORKLOADS, run_in_subprocess, run_workload
+    from ksched.sim.bench import WORKLOADS, median_run, run_in_subprocess, run_workload
 
     if args.list:
         for name, mk in WORKLOADS.items():
@@ -322,8 +325,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         extra += ["--pods", str(args.pods)]
     if args.init_pods is not None:
         extra += ["--init-pods", str(args.init_pods)]
+    if args.repeat < 1:
+        print("error: --repeat must be at least 1", file=sys.stderr)
+        return EXIT_INVALID_INPUT
     for name in names:
-        if args.in_process or len(names) == 1:
+        if args.repeat > 1:
+            out = median_run([run_in_subprocess(name, args.size, args.seed, extra) for _ in range(args.repeat)])
+        elif args.in_process or len(names) == 1:
             out = run_workload(WORKLOADS[name](), args.size, args.seed, args.nodes, args.pods, args.init_pods,
                                phases=args.breakdown)
         else:

@@ -28,7 +28,7 @@ from ksched.scheduler.scheduler import Scheduler
 from ksched.sim.breakdown import Breakdown, breakdown
 from ksched.sim.workloads import WORKLOADS, Phase, Workload, node_default, pod_default
 
-__all__ = ["WORKLOADS", "Phase", "Workload", "node_default", "pod_default", "run_workload"]
+__all__ = ["WORKLOADS", "Phase", "Workload", "median_run", "node_default", "pod_default", "run_workload"]
 
 Manifest = dict[str, Any]
 
@@ -416,6 +416,18 @@ def _overcommitted_nodes(store: Store) -> int:
         if u.pods > alloc.get("pods", 0) or any(v > alloc.get(k, 0) for k, v in u.requested.items()):
             n += 1
     return n
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median pods/s (the lower middle one for an even count), with every
+    run's pods/s; the first failed run if any failed."""
+    failed = [r for r in runs if "error" in r or r.get("pods_per_second") is None]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r["pods_per_second"])
+    out = dict(ordered[(len(ordered) - 1) // 2])
+    out["runs_pods_per_second"] = [r["pods_per_second"] for r in runs]
+    return out
 
 
 def run_in_subprocess(name: str, size: str, seed: int, extra: list[str]) -> dict[str, Any]:
