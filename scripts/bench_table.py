@@ -1,6 +1,6 @@
 """Render `ksched bench` JSON lines as the markdown table in docs/benchmarks.md.
 
-    ksched bench --all > results.jsonl
+    ksched bench --all --repeat 3 > results.jsonl
     python scripts/bench_table.py results.jsonl --commit $(git rev-parse --short HEAD)
 """
 
@@ -25,7 +25,11 @@ def row(d: dict[str, Any], commit: str) -> str:
     met = d.get("target_met")
     verdict = "-" if target is None else ("yes" if met else "**no**" if met is not None else "n/a")
     cmd = f"`ksched bench {d['workload']}`" if d.get("size") == "full" else f"`ksched bench {d['workload']} --size small`"
-    return (f"| {d['workload']} | {d['nodes']:,} | {pods} | {_num(d['pods_per_second'])} | "
+    rate = _num(d["pods_per_second"])
+    runs = d.get("runs_pods_per_second")
+    if runs and len(runs) > 1:
+        rate += f" ({min(runs):,.0f}-{max(runs):,.0f})"
+    return (f"| {d['workload']} | {d['nodes']:,} | {pods} | {rate} | "
             f"{_num(d['p50_attempt_ms'], '{:.3f}')} | {_num(d['p99_attempt_ms'], '{:.3f}')} | "
             f"{_num(d['peak_rss_mib'])} | {_num(d.get('upstream_threshold'))} | {_num(target)} | {verdict} | "
             f"{cmd} | `{commit}` |")
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--commit", default="?")
     args = ap.parse_args(argv)
-    print("| workload | nodes | init + measured pods | pods/s | p50 ms | p99 ms | peak RSS MiB | upstream "
+    print("| workload | nodes | init + measured pods | pods/s (median, range) | p50 ms | p99 ms | peak RSS MiB | upstream "
           "threshold | target | met | command | commit |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |")
     for f in args.files:
