@@ -12,7 +12,7 @@ cache is correct exactly when the plugin's key captures everything its Filter/Sc
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from ksched.api.pod import Pod
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import Code
+from ksched.scheduler.framework.types import NodeInfo
 
 __all__ = ["RowResultCache"]
 
@@ -42,7 +43,7 @@ class RowResultCache:
 
     def __init__(self, max_entries: int = 1024) -> None:
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str, Hashable], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -95,50 +96,65 @@ class RowResultCache:
             e.generation = snapshot.generation
         return e.values
 
+    def _refreshed(self, k: tuple[Any, ...], snapshot: Snapshot,
+                   update_row: Callable[[np.ndarray, int, NodeInfo | None], bool]) -> np.ndarray | None:
+        """A combined entry's values brought up to date by ``update_row(values, row, info)`` on
+        the few rows changed since it was last current (False from it: give up); None when the
+        entry is missing, of another snapshot, too far behind, or given up on (rebuild it)."""
+        e = self._entries.get(k)
+        if e is None or e.snapshot is not snapshot:
+            return None
+        self._entries.move_to_end(k)
+        if e.generation != snapshot.generation:
+            changed = snapshot.changed_rows_since(e.generation)
+            if len(e.values) != len(snapshot.infos) or len(changed) > _PER_NODE_LIMIT:
+                return None
+            infos = snapshot.infos
+            values = e.values
+            for r in changed.tolist():
+                if not update_row(values, r, infos[r]):
+                    self._entries.pop(k, None)
+                    return None
+            e.generation = snapshot.generation
+        self.hits += 1
+        return e.values
+
+    def _store(self, k: tuple[Any, ...], values: np.ndarray, snapshot: Snapshot) -> np.ndarray:
+        self.misses += 1
+        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
+        self._entries.move_to_end(k)
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return values
+
     def combined_filter_mask(self, plugins: list[Any], state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
         """Whether every one of ``plugins`` (all row-local) passes, for every row: one entry
         per combination of the plugins' keys, so a cycle that finds a few changed rows runs
         their per-node Filters once, instead of refreshing one array per plugin and ANDing
         them. Do not modify the result. The per-plugin arrays (``filter_mask``) stay
         available for diagnosing a pod that fits nowhere."""
-        key = tuple(p.row_local_key(pod) for p in plugins)
-        names = tuple(p.name for p in plugins)
-        k = (names, "combined", key)
-        n = len(snapshot.infos)
-        e = self._entries.get(k)
-        if e is not None and e.snapshot is snapshot:
-            self._entries.move_to_end(k)
-            if e.generation == snapshot.generation:
-                self.hits += 1
-                return e.values
-            changed = snapshot.changed_rows_since(e.generation)
-            if len(e.values) == n and len(changed) <= _PER_NODE_LIMIT:
-                self.hits += 1
-                infos = snapshot.infos
-                values = e.values
-                for r in changed.tolist():
-                    ni = infos[r]
-                    ok = ni is not None
-                    if ok:
-                        for p in plugins:
-                            st = p.filter(state, pod, ni)
-                            if st is not None and st.code != Code.SUCCESS:
-                                ok = False
-                                break
-                    values[r] = ok
-                e.generation = snapshot.generation
-                return values
-        self.misses += 1
+        k = (tuple(p.name for p in plugins), "combined", tuple(p.row_local_key(pod) for p in plugins))
+
+        def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
+            ok = ni is not None
+            if ok:
+                for p in plugins:
+                    st = p.filter(state, pod, ni)
+                    if st is not None and st.code != Code.SUCCESS:
+                        ok = False
+                        break
+            values[r] = ok
+            return True
+
+        got = self._refreshed(k, snapshot, update_row)
+        if got is not None:
+            return got
         values = None
         for p in plugins:
             m = self.filter_mask(p, state, pod, snapshot)
             values = m.copy() if values is None else np.logical_and(values, m, out=values)
         assert values is not None
-        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
-        self._entries.move_to_end(k)
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
-        return values
+        return self._store(k, values, snapshot)
 
     @staticmethod
     def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
@@ -197,46 +213,30 @@ class RowResultCache:
         row-local and without NormalizeScore), for every row; kept up to date as rows change,
         as ``combined_filter_mask``. None if a per-node Score reported an error (the caller
         then scores plugin by plugin and reports it). Do not modify the result."""
-        key = tuple(p.row_local_key(pod) for p, _ in plugins)
-        names = tuple((p.name, w) for p, w in plugins)
-        k = (names, "combined-score", key)
-        n = len(snapshot.infos)
-        e = self._entries.get(k)
-        if e is not None and e.snapshot is snapshot:
-            self._entries.move_to_end(k)
-            if e.generation == snapshot.generation:
-                self.hits += 1
-                return e.values
-            changed = snapshot.changed_rows_since(e.generation)
-            if len(e.values) == n and len(changed) <= _PER_NODE_LIMIT:
-                self.hits += 1
-                infos = snapshot.infos
-                values = e.values
-                for r in changed.tolist():
-                    ni = infos[r]
-                    total = 0
-                    if ni is not None:
-                        for p, w in plugins:
-                            sc, st = p.score(state, pod, ni)
-                            if st is not None and st.code != Code.SUCCESS:
-                                self._entries.pop(k, None)
-                                return None
-                            total += sc * w
-                    values[r] = total
-                e.generation = snapshot.generation
-                return values
-        self.misses += 1
-        values = np.zeros(n, dtype=np.int64)
+        k = (tuple((p.name, w) for p, w in plugins), "combined-score",
+             tuple(p.row_local_key(pod) for p, _ in plugins))
+
+        def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
+            total = 0
+            if ni is not None:
+                for p, w in plugins:
+                    sc, st = p.score(state, pod, ni)
+                    if st is not None and st.code != Code.SUCCESS:
+                        return False
+                    total += sc * w
+            values[r] = total
+            return True
+
+        got = self._refreshed(k, snapshot, update_row)
+        if got is not None:
+            return got
+        values = np.zeros(len(snapshot.infos), dtype=np.int64)
         for p, w in plugins:
             raw = self.raw_scores(p, state, pod, snapshot)
             if raw is None:
                 return None
             values += raw * w
-        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
-        self._entries.move_to_end(k)
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
-        return values
+        return self._store(k, values, snapshot)
 
     @staticmethod
     def _score_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot,
