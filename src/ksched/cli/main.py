@@ -353,6 +353,41 @@ def _load_config(path: str | None) -> Any:
         raise SystemExit(EXIT_INVALID_INPUT) from e
 
 
+def _rest_client(args: argparse.Namespace) -> Any:
+    """A RestClient from --kubeconfig/--context, or None (the error printed)."""
+    from ksched.client.rest import RestClient
+
+    try:
+        return RestClient(kubeconfig=args.kubeconfig, context=args.context)
+    except Exception as e:  # kubeconfig missing or unusable
+        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+        return None
+
+
+def _serve_metrics(port: int | None) -> Any:
+    """Scheduler metrics served on 127.0.0.1:port (None: no metrics endpoint)."""
+    if not port:
+        return None
+    from prometheus_client import start_http_server
+
+    from ksched.scheduler.metrics import SchedulerMetrics
+
+    metrics = SchedulerMetrics()
+    start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
+    return metrics
+
+
+def _parse_listen(listen: str) -> tuple[str, int] | None:
+    """HOST:PORT (IPv6 hosts in brackets), or None (the error printed)."""
+    host, _, port_s = listen.rpartition(":")
+    try:
+        port = int(port_s)
+    except ValueError:
+        print(f"error: --listen {listen!r}: expected HOST:PORT", file=sys.stderr)
+        return None
+    return host.strip("[]") or "127.0.0.1", port
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
     from pathlib import Path
@@ -366,13 +401,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ksched.clock import RealClock
     from ksched.dispatch.processes import wait_until_signalled
 
-    host, _, port_s = args.listen.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        port = int(port_s)
-    except ValueError:
-        print(f"error: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
+    listen = _parse_listen(args.listen)
+    if listen is None:
         return EXIT_INVALID_INPUT
+    host, port = listen
     config = _load_config(args.config)
     partitions = _serve_partitions(args)
     if partitions is None:
@@ -512,7 +544,6 @@ def _parse_labels(items: list[str]) -> dict[str, str] | None:
 def _cmd_run_instance(args: argparse.Namespace) -> int:
     import threading
 
-    from ksched.client.rest import RestClient
     from ksched.dispatch.instance import SchedulerInstance, validate_instance_name
     from ksched.dispatch.processes import wait_until_signalled
 
@@ -534,19 +565,10 @@ def _cmd_run_instance(args: argparse.Namespace) -> int:
     if labels is None:
         return EXIT_INVALID_INPUT
     config = _load_config(args.config)
-    try:
-        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
-    except Exception as e:  # kubeconfig missing or unusable
-        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+    client = _rest_client(args)
+    if client is None:
         return 1
-    metrics = None
-    if args.metrics_port:
-        from prometheus_client import start_http_server
-
-        from ksched.scheduler.metrics import SchedulerMetrics
-
-        metrics = SchedulerMetrics()
-        start_http_server(args.metrics_port, addr="127.0.0.1", registry=metrics.registry)
+    metrics = _serve_metrics(args.metrics_port)
     try:
         inst = SchedulerInstance(client, args.instance, config, labels=labels,
                                  partition_label=args.partition_label or "", partition=args.partition or "",
@@ -574,7 +596,6 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     import socket
     import threading
 
-    from ksched.client.rest import RestClient
     from ksched.dispatch.dispatcher import Dispatcher
     from ksched.dispatch.policy import DispatchPolicy, PolicyError
     from ksched.dispatch.processes import wait_until_signalled
@@ -584,10 +605,8 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     except PolicyError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    try:
-        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
-    except Exception as e:  # kubeconfig missing or unusable
-        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+    client = _rest_client(args)
+    if client is None:
         return 1
     names = args.scheduler_name or ["default-scheduler"]
     stop = threading.Event()
@@ -635,17 +654,13 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ksched.apiserver.tls import make_self_signed, server_ssl_context
-    from ksched.client.rest import RestClient
     from ksched.dispatch.processes import wait_until_signalled
     from ksched.dispatch.webhook import BindingWebhook
 
-    host, _, port_s = args.listen.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        port = int(port_s)
-    except ValueError:
-        print(f"error: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
+    listen = _parse_listen(args.listen)
+    if listen is None:
         return EXIT_INVALID_INPUT
+    host, port = listen
     if bool(args.tls_cert) != bool(args.tls_key):
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return EXIT_INVALID_INPUT
@@ -658,10 +673,8 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"error: cannot load the serving certificate: {e}", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    try:
-        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
-    except Exception as e:  # kubeconfig missing or unusable
-        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+    client = _rest_client(args)
+    if client is None:
         return 1
     hook = BindingWebhook(client, host=host, port=port, ssl_context=ssl_ctx, admitted_ttl=args.admitted_ttl)
     try:
@@ -681,7 +694,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     import socket
 
-    from ksched.client.rest import RestClient
     from ksched.dispatch.processes import wait_until_signalled
     from ksched.scheduler.runner import SchedulerRunner
     from ksched.scheduler.scheduler import Scheduler
@@ -689,19 +701,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dispatch or args.instance:
         return _cmd_run_instance(args)
     config = _load_config(args.config)
-    try:
-        client = RestClient(kubeconfig=args.kubeconfig, context=args.context)
-    except Exception as e:  # kubeconfig missing or unusable
-        print(f"error: cannot configure a client: {e}", file=sys.stderr)
+    client = _rest_client(args)
+    if client is None:
         return 1
-    metrics = None
-    if args.metrics_port:
-        from prometheus_client import start_http_server
-
-        from ksched.scheduler.metrics import SchedulerMetrics
-
-        metrics = SchedulerMetrics()
-        start_http_server(args.metrics_port, addr="127.0.0.1", registry=metrics.registry)
+    metrics = _serve_metrics(args.metrics_port)
     elector = None
     if args.leader_elect:
         from ksched.client.leaderelection import LeaderElector
