@@ -16,12 +16,12 @@ from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.dispatch.instance import (
     INSTANCE_ANNOTATION,
-    BackgroundWriter,
     InstanceRegistration,
     SchedulerInstance,
     instance_from_lease,
     validate_instance_name,
 )
+from ksched.scheduler.recorder import BackgroundWriter
 
 
 def test_lease_carries_labels_partition_and_stats_and_is_renewed() -> None:

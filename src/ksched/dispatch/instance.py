@@ -317,57 +317,6 @@ class InstanceRegistration:
         self.release()
 
 
-class BackgroundWriter:
-    """Events sent from a background thread, as upstream's event broadcaster does: a remote
-    API server's round trip stays off the scheduling thread. Bounded; when full, events are
-    dropped (best effort, as upstream)."""
-
-    def __init__(self, client: Any, limit: int = 10_000) -> None:
-        import queue
-
-        self.client = client
-        self.dropped = 0
-        self._q: queue.Queue[tuple[str, tuple[Any, ...], dict[str, Any]] | None] = queue.Queue(limit)
-        self._thread = threading.Thread(target=self._run, name="events", daemon=True)
-        self._thread.start()
-
-    def _put(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-        import queue
-
-        try:
-            self._q.put_nowait((op, args, kw))
-        except queue.Full:
-            self.dropped += 1
-
-    def create(self, *args: Any, **kw: Any) -> None:
-        kw.pop("owned", None)
-        self._put("create", args, kw)
-
-    def patch(self, *args: Any, **kw: Any) -> None:
-        self._put("patch", args, kw)
-
-    def _run(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            op, args, kw = item
-            try:
-                getattr(self.client, op)(*args, **kw)
-            except ApiError as e:
-                log.debug("event not recorded: %s", e)
-            except Exception as e:  # a broken connection must not end the event thread
-                log.warning("event not recorded: %s", e)
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Send what is queued (up to ``timeout``), then stop."""
-        try:
-            self._q.put(None, timeout=timeout)
-        except Exception:
-            return
-        self._thread.join(timeout)
-
-
 class SchedulerInstance:
     """One scheduler instance: a Scheduler that takes only the pods dispatched to it (and with a
     partition sees only the nodes of that partition), its cache seeing every bound pod through
@@ -394,11 +343,6 @@ class SchedulerInstance:
         self.scheduler = Scheduler(client, config, clock=self.clock, informers=informers, seed=seed,
                                    threaded=threaded, pod_filter=instance_pod_filter(name),
                                    node_filter=node_filter, metrics=self.metrics, record_events=record_events)
-        self._events: BackgroundWriter | None = None
-        if threaded and record_events:
-            self._events = BackgroundWriter(client)
-            for rec in getattr(self.scheduler, "recorders", {}).values() or (self.scheduler.events,):
-                rec.client = self._events
         self._sched_stop = threading.Event()
         self.crashed = threading.Event()  # set if the scheduling loop dies of an exception
         self._lease_stop = threading.Event()
@@ -464,8 +408,6 @@ class SchedulerInstance:
         self._sched_stop.set()
         if self._threads:
             self._threads[0].join(timeout)
-        if self._events is not None:
-            self._events.close()
         self._lease_stop.set()
         for t in self._threads[1:]:
             t.join(timeout)

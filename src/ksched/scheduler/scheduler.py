@@ -40,7 +40,7 @@ from ksched.scheduler.framework.types import PodInfo, QueuedPodInfo
 from ksched.scheduler.metrics import SchedulerMetrics
 from ksched.scheduler.plugins.registry import Registry
 from ksched.scheduler.queue.scheduling_queue import PriorityQueue, QueueingHintEntry
-from ksched.scheduler.recorder import EventRecorder
+from ksched.scheduler.recorder import BackgroundWriter, EventRecorder
 from ksched.scheduler.schedule_one import Algorithm, Explanation, NoNodesAvailable, SchedulingError
 
 __all__ = ["Scheduler"]
@@ -103,6 +103,13 @@ class Scheduler:
                                                           component=p.scheduler_name)
                           for p in self.config.profiles}
         self.events = self.recorders[self.config.profiles[0].scheduler_name]
+        # Threaded, events go out from a background thread, as upstream's broadcaster: a remote
+        # API server's round trip stays off the scheduling thread.
+        self._event_writer: BackgroundWriter | None = None
+        if threaded and record_events:
+            self._event_writer = BackgroundWriter(client)
+            for rec in self.recorders.values():
+                rec.client = self._event_writer
         self.explain_enabled = explain
         self.explanations: dict[str, Explanation] = {}
         self.attempts: dict[str, int] = {}
@@ -554,3 +561,5 @@ class Scheduler:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._drain_completed()
+            if self._event_writer is not None:
+                self._event_writer.close()
