@@ -67,10 +67,10 @@ def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 
 def _outcomes(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int,
-              cordon: str | None) -> dict[str, tuple[str | None, str]]:
+              cordon: str | None, explain: bool = False) -> dict[str, tuple[str | None, str]]:
     """Per pod: its node, and the message of its PodScheduled condition (for a pod that fits
     nowhere, the FitError message with its per-reason node counts)."""
-    sim = Simulation(seed=seed, vectorize=vectorize, kubelet=False, record_events=False)
+    sim = Simulation(seed=seed, vectorize=vectorize, kubelet=False, record_events=False, explain=explain)
     assert not sim.load([*nodes, *pods[: len(pods) // 2]])
     sim.run()
     if cordon is not None:
@@ -108,5 +108,7 @@ def test_fast_and_per_node_paths_explain_failures_identically(seed: int) -> None
     fast = _outcomes(True, nodes, pods, seed, None)
     slow = _outcomes(False, nodes, pods, seed, None)
     assert fast == slow
+    # Explaining diagnoses every node, not only the processed ones: same decisions and messages.
+    assert _outcomes(True, nodes, pods, seed, None, explain=True) == fast
     failed = [msg for node, msg in fast.values() if node is None]
     assert failed and all(m.startswith(f"0/{len(nodes)} nodes are available") for m in failed)

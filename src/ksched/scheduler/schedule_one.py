@@ -207,26 +207,45 @@ class FeasibleNodeFinder:
         if len(feasible_rows) == 0 or explain is not None:
             for p in cached_plugins:
                 masks[p.name] = fw.row_cache.filter_mask(p, state, pod, snap)[rows]
-            limit = processed if len(feasible_rows) else n
-            if explain is None:
-                self._diagnose_fast(state, pod, rows, limit, plugins, masks, statuses, nominated_pos, diagnosis,
-                                    feasible_rows)
-            else:
-                self._diagnose(state, pod, rows, limit, plugins, masks, statuses, nominated_pos, diagnosis,
-                               explain, feasible_rows)
+            self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plugins, masks, statuses,
+                           nominated_pos, diagnosis, explain, feasible_rows)
         return feasible_rows, processed
 
-    def _diagnose_fast(self, state: CycleState, pod: Pod, rows: np.ndarray, limit: int, plugins: Sequence[Any],
-                       masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
-                       diagnosis: Diagnosis, feasible_rows: np.ndarray) -> None:
-        """``_diagnose`` without an explanation, a plugin at a time over all undecided nodes
-        instead of a node at a time: the same statuses (the first plugin in order that rejects
-        a node, with its reasons), with plugins' ``filter_statuses`` giving them for many nodes
-        at once. Only the processed nodes (the first ``limit`` positions) are diagnosed."""
+    def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
+                  masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                  diagnosis: Diagnosis, explain: Explanation | None, feasible_rows: np.ndarray) -> None:
+        """Per-node status of every processed node that failed (every node, when explaining):
+        the first plugin (in order) that rejects it, with that plugin's reasons."""
+        limit = len(rows) if explain is not None else processed
+        result = self._first_rejections(state, pod, rows[:limit], plugins, masks, statuses, nominated_pos,
+                                        feasible_rows)
+        infos = self.snapshot.infos
+        names = [infos[r].name for r in rows[:limit].tolist()]  # type: ignore[union-attr]
+        record = processed if len(feasible_rows) else limit
+        node_to_status = diagnosis.node_to_status
+        seen: dict[int, Status] = {}
+        for pos, (name, st) in enumerate(zip(names, result)):
+            if explain is not None:
+                # None: feasible, or feasible beyond the nodes the cycle needed to find.
+                explain.filters[name] = "passed" if st is None else \
+                    {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
+            if st is not None and pos < record:
+                node_to_status[name] = st
+                seen[id(st)] = st
+        for st in seen.values():
+            diagnosis.add_plugin_of(st)
+
+    def _first_rejections(self, state: CycleState, pod: Pod, pos_rows: np.ndarray, plugins: Sequence[Any],
+                          masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                          feasible_rows: np.ndarray) -> list[Status | None]:
+        """For each of ``pos_rows``, the status of the first plugin (in order) that rejects it, or
+        None. A plugin at a time over all undecided nodes rather than a node at a time, with
+        plugins' ``filter_statuses`` answering for many nodes at once; nodes with nominated pods
+        report the pass with them, as upstream."""
         fw = self.fw
         snap = self.snapshot
         infos = snap.infos
-        pos_rows = rows[:limit]
+        limit = len(pos_rows)
         result: list[Status | None] = [None] * limit
         undecided = np.ones(limit, dtype=bool)
         if len(feasible_rows):
@@ -275,15 +294,7 @@ class FeasibleNodeFinder:
                 else:
                     result[pos] = st
             remaining = np.union1d(keep, np.asarray(still, dtype=np.int64)) if still else keep
-        names = [infos[r].name for r in pos_rows.tolist()]  # type: ignore[union-attr]
-        node_to_status = diagnosis.node_to_status
-        seen: dict[int, Status] = {}
-        for name, st in zip(names, result):
-            if st is not None:
-                node_to_status[name] = st
-                seen[id(st)] = st
-        for st in seen.values():
-            diagnosis.add_plugin_of(st)
+        return result
 
     def _statuses_of(self, p: Any, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
         """Plugin ``p``'s Filter status (plugin name set; None when it passes) on each row."""
@@ -301,53 +312,6 @@ class FeasibleNodeFinder:
             st = p.filter(state, pod, infos[r])
             out.append(st.with_plugin(p.name) if st is not None and st.code != Code.SUCCESS else None)
         return out
-
-    def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
-                  masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
-                  diagnosis: Diagnosis, explain: Explanation | None, feasible_rows: np.ndarray) -> None:
-        """Per-node status of every processed node that failed: the first plugin (in order)
-        that rejects it, with that plugin's reasons."""
-        fw = self.fw
-        infos = self.snapshot.infos
-        feasible = set(feasible_rows.tolist())
-        limit = len(rows) if explain is not None else processed
-        nom = fw.nominator
-        has_nominated = nom is not None and len(nom) > 0
-        for pos in range(limit):
-            r = int(rows[pos])
-            ni = infos[r]
-            assert ni is not None
-            if r in feasible:
-                if explain is not None:
-                    explain.filters[ni.name] = "passed"
-                continue
-            st = statuses.get(pos)
-            if st is None:
-                # Nodes with nominated pods report the first pass's status (with them), as
-                # upstream, even where the vectorized filters alone already rejected the node.
-                if pos in nominated_pos or (has_nominated and fw.nominated_pods_to_add(pod, ni.name)):
-                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
-                else:
-                    st = None
-                    for p in plugins:
-                        m = masks.get(p.name)
-                        if m is not None and m[pos]:
-                            continue
-                        s = p.filter(state, pod, ni)
-                        if s is not None and s.code != Code.SUCCESS:
-                            st = s.with_plugin(p.name)
-                            break
-            if st is None:
-                # Feasible but beyond the nodes the cycle needed to find.
-                if explain is not None:
-                    explain.filters[ni.name] = "passed"
-                continue
-            if explain is not None:
-                explain.filters[ni.name] = {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
-            if pos < processed or len(feasible_rows) == 0:
-                diagnosis.node_to_status[ni.name] = st
-                diagnosis.add_plugin_of(st)
-
 
 class _FilterError(Exception):
     def __init__(self, status: Status) -> None:
