@@ -144,25 +144,31 @@ class Indexer:
                 idx.setdefault(v, set()).add(k)
         self._indices[name] = idx
 
+    @staticmethod
+    def _drop(idx: dict[str, set[str]], key: str, values: list[str]) -> None:
+        for v in values:
+            s = idx.get(v)
+            if s is not None:
+                s.discard(key)
+                if not s:
+                    del idx[v]
+
+    @staticmethod
+    def _put(idx: dict[str, set[str]], key: str, values: list[str]) -> None:
+        for v in values:
+            s = idx.get(v)
+            if s is None:
+                idx[v] = {key}
+            else:
+                s.add(key)
+
     def _unindex(self, key: str, obj: KubeObject) -> None:
         for name, fn in self._indexers.items():
-            idx = self._indices[name]
-            for v in fn(obj):
-                s = idx.get(v)
-                if s is not None:
-                    s.discard(key)
-                    if not s:
-                        del idx[v]
+            self._drop(self._indices[name], key, fn(obj))
 
     def _index(self, key: str, obj: KubeObject) -> None:
         for name, fn in self._indexers.items():
-            idx = self._indices[name]
-            for v in fn(obj):
-                s = idx.get(v)
-                if s is None:
-                    idx[v] = {key}
-                else:
-                    s.add(key)
+            self._put(self._indices[name], key, fn(obj))
 
     def upsert(self, obj: KubeObject) -> KubeObject | None:
         key = obj.key
@@ -171,24 +177,12 @@ class Indexer:
         if old is None:
             self._index(key, obj)
             return old
-        indices = self._indices
         for name, fn in self._indexers.items():
             before, after = fn(old), fn(obj)
-            if before == after:
-                continue  # the usual update: the index values did not change
-            idx = indices[name]
-            for v in before:
-                ks = idx.get(v)
-                if ks is not None:
-                    ks.discard(key)
-                    if not ks:
-                        del idx[v]
-            for v in after:
-                ks = idx.get(v)
-                if ks is None:
-                    idx[v] = {key}
-                else:
-                    ks.add(key)
+            if before != after:  # usually equal: an update seldom moves an object between index values
+                idx = self._indices[name]
+                self._drop(idx, key, before)
+                self._put(idx, key, after)
         return old
 
     def remove(self, key: str) -> KubeObject | None:
