@@ -318,7 +318,7 @@ class Env:
             reg.add(p)
         self.registry = reg
         self.sched = Scheduler(self.client, cfg or config(), clock=self.clock, registry=reg, seed=seed,
-                               explain=explain)
+                               explain=explain, record_attempts=True)
 
     def create(self, *objs: Any) -> None:
         for o in objs:

@@ -556,3 +556,19 @@ def test_pending_pods_metric():
     env.create(cpu_pod("c"))
     env.sched.informers.poll()
     assert pending("active") == 1
+
+
+def test_attempts_per_pod_are_kept_only_when_asked() -> None:
+    """A long-running scheduler does not keep an entry for every pod it ever scheduled; the
+    simulation (its reports show attempts) asks for them."""
+    from ksched.sim.simulation import Simulation
+
+    plain = Env()
+    plain.sched.record_attempts = False
+    plain.create(make_node("n1"), make_pod("p"))
+    plain.run()
+    assert plain.sched.attempts == {} and plain.store.get("Pod", "default", "p").node_name == "n1"
+    sim = Simulation(kubelet=False)
+    sim.load([make_node("n1").raw, make_pod("q").raw])
+    sim.run()
+    assert sim.scheduler.attempts == {"default/q": 1}

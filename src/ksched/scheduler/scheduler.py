@@ -85,7 +85,7 @@ class Scheduler:
                  vectorize: bool = True, registry: Registry | None = None, explain: bool = False,
                  record_events: bool = True, threaded: bool = False, binding_workers: int = 16,
                  pod_filter: Callable[[Pod], bool] | None = None, metrics: SchedulerMetrics | None = None,
-                 node_filter: Callable[[Any], bool] | None = None) -> None:
+                 node_filter: Callable[[Any], bool] | None = None, record_attempts: bool = False) -> None:
         self.client = client
         self.config = config or default_configuration()
         self.clock: Clock = clock or RealClock()
@@ -112,6 +112,9 @@ class Scheduler:
                 rec.client = self._event_writer
         self.explain_enabled = explain
         self.explanations: dict[str, Explanation] = {}
+        # Attempts per pod key, for reports (simulation); off by default: a long-running
+        # scheduler would keep an entry for every pod it ever saw.
+        self.record_attempts = record_attempts
         self.attempts: dict[str, int] = {}
         self.profiles: dict[str, Framework] = {}
         for prof in self.config.profiles:
@@ -194,7 +197,8 @@ class Scheduler:
             self.queue.done(pod)
             return True
         start = time.perf_counter()
-        self.attempts[pod.key] = qpi.attempts
+        if self.record_attempts:
+            self.attempts[pod.key] = qpi.attempts
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
         explain = Explanation() if self.explain_enabled else None

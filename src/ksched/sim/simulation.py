@@ -44,7 +44,8 @@ class Simulation:
         self.client = InProcessClient(self.store)
         self.informers = InformerFactory(self.client)
         self.scheduler = Scheduler(self.client, config, clock=self.clock, informers=self.informers, seed=seed,
-                                   explain=explain, record_events=record_events, vectorize=vectorize)
+                                   explain=explain, record_events=record_events, vectorize=vectorize,
+                                   record_attempts=True)
         self.kubelet = FakeKubelet(self.client, self.informers, self.clock) if kubelet else None
 
     def load(self, objects: Iterable[KubeObject | dict[str, Any]]) -> list[tuple[int, ApiError]]:
