@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from ksched.api.accounting import NodeAccounting, host_port_conflict
+from ksched.api.errors import Conflict, Invalid, NotFound
 from ksched.api.pod import Pod
-from ksched.apiserver.conflict import NodeAccounting, host_port_conflict
-from ksched.apiserver.errors import Conflict, Invalid, NotFound
-from ksched.apiserver.store import MODIFIED, Store
+from ksched.api.watch import MODIFIED
+from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ksched.apiserver.errors import Conflict
+from ksched.api.errors import Conflict
 from ksched.apiserver.store import Store
 from ksched.clock import DEFAULT_EPOCH, RealClock, VirtualClock
 

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from ksched.api.errors import Conflict, InternalError, NotFound, TooManyRequests
 from ksched.api.meta import format_time
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
+from ksched.api.watch import DELETED, MODIFIED
 from ksched.apiserver.disruption import DISRUPTED_POD_TIMEOUT, compute_pdb_status
-from ksched.apiserver.errors import Conflict, InternalError, NotFound, TooManyRequests
-from ksched.apiserver.store import DELETED, MODIFIED, Store
+from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 
 

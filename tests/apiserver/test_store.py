@@ -9,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from ksched.api.labels import parse_field_selector, parse_label_selector
-from ksched.api.namespace import Namespace
-from ksched.api.node import Node
-from ksched.api.pod import Pod
-from ksched.api.priorityclass import PriorityClass
-from ksched.apiserver.errors import (
+from ksched.api.errors import (
     AlreadyExists,
     BadRequest,
     Conflict,
@@ -22,6 +17,11 @@ from ksched.apiserver.errors import (
     Invalid,
     NotFound,
 )
+from ksched.api.labels import parse_field_selector, parse_label_selector
+from ksched.api.namespace import Namespace
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.api.priorityclass import PriorityClass
 from ksched.apiserver.store import DEFAULT_NAMESPACES, Store
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from ksched.api.errors import BadRequest, Gone
 from ksched.api.labels import parse_field_selector, parse_label_selector
-from ksched.apiserver.errors import BadRequest, Gone
-from ksched.apiserver.store import ADDED, BOOKMARK, DELETED, MODIFIED, Store, WatchEvent
+from ksched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
+from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 
 

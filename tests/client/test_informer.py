@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ksched.api.errors import ApiError
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
-from ksched.apiserver.errors import ApiError
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import (
     DeletedFinalStateUnknown,
@@ -23,7 +24,6 @@ from ksched.client.informer import (
     InformerFactory,
     SharedInformer,
 )
-from ksched.client.inprocess import InProcessClient
 from ksched.client.interface import ClusterClient
 from ksched.clock import VirtualClock
 
@@ -372,7 +372,7 @@ def run_sequence(seed: int, steps: int, history: int, selector: str | None) -> N
     inf.poll()
     expected = st_.items("Pod")
     if fs is not None:
-        from ksched.apiserver.store import field_values
+        from ksched.apiserver.fields import field_values
         expected = [o for o in expected if fs.matches(field_values(o))]
     assert state(inf.list()) == state(expected)
     assert state(rec.mirror.values()) == state(expected)

@@ -12,8 +12,9 @@ from typing import Any
 
 from ksched.api.pod import Pod
 from ksched.api.resources import pod_requests
-from ksched.apiserver.store import MODIFIED, Store
-from ksched.client.inprocess import InProcessClient
+from ksched.api.watch import MODIFIED
+from ksched.apiserver.inprocess import InProcessClient
+from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 from ksched.dispatch.dispatcher import Dispatcher
 from ksched.dispatch.instance import INSTANCE_ANNOTATION, SchedulerInstance

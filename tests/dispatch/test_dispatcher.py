@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from dispatch_harness import node, pod
 
+from ksched.api.errors import InternalError
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import InternalError
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.dispatch.dispatcher import Dispatcher
 from ksched.dispatch.instance import GROUP_LABEL, INSTANCE_ANNOTATION, InstanceRegistration

@@ -11,8 +11,8 @@ from dispatch_harness import UPSTREAM_FIT_ERROR, Cluster, node, pod
 
 from ksched.api.lease import Lease
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.dispatch.instance import (
     INSTANCE_ANNOTATION,
@@ -133,7 +133,7 @@ def test_partitioned_instances_see_only_their_nodes_and_never_conflict() -> None
 def test_a_failure_for_a_pod_handed_to_another_instance_meanwhile_is_not_reported() -> None:
     """Instance a's binding fails (API error) after the dispatcher gave the pod to b: a must not
     write its failure into the pod's status, nor keep the pod."""
-    from ksched.apiserver.errors import InternalError
+    from ksched.api.errors import InternalError
 
     c = Cluster()
     c.create([node("n1", cpu="4")])

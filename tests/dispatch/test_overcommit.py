@@ -10,8 +10,8 @@ import pytest
 from dispatch_harness import UPSTREAM_FIT_ERROR, Cluster, node, overcommitted, pod
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.dispatch.instance import INSTANCE_ANNOTATION, SchedulerInstance
 

@@ -18,9 +18,9 @@ import pytest
 from dispatch_harness import Cluster, node, overcommitted, pod
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.apiserver.tls import make_self_signed, server_ssl_context
-from ksched.client.inprocess import InProcessClient
 from ksched.client.rest import _api_error
 from ksched.dispatch.webhook import WEBHOOK_NAME, BindingWebhook
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ksched.apiserver.errors import Forbidden
+from ksched.api.errors import Forbidden
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.scheduler.metrics import SchedulerMetrics
 from ksched.scheduler.recorder import EventRecorder
@@ -80,8 +80,8 @@ def test_metrics_registries_are_separate():
 
 def test_events_name_the_profile_that_scheduled_the_pod() -> None:
     """Each profile's events carry its own schedulerName as source (kubectl describe's "From")."""
+    from ksched.apiserver.inprocess import InProcessClient
     from ksched.apiserver.store import Store
-    from ksched.client.inprocess import InProcessClient
     from ksched.clock import VirtualClock
     from ksched.scheduler.config import parse_configuration
     from ksched.scheduler.scheduler import Scheduler

@@ -463,8 +463,8 @@ def test_simulation_runs_to_completion():
 
 
 def test_threaded_loop():
+    from ksched.apiserver.inprocess import InProcessClient
     from ksched.apiserver.store import Store
-    from ksched.client.inprocess import InProcessClient
     from ksched.scheduler.plugins.registry import Registry
 
     store = Store(RealClock(), auto_create_namespaces=True)

@@ -458,7 +458,7 @@ def test_clients_that_hang_up_at_once_are_not_server_errors(api: Http, store: St
         time.sleep(0.05)
     assert handled[0] == 20
     time.sleep(0.1)
-    assert not server._open_watches and not store._watches["Pod"]
+    assert not server._open_watches and not store.watch_cache.watches("Pod")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert api.get("/healthz")[0] == 200
 

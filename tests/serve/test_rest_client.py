@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from serve_helpers import node, pod, wait_for
 
+from ksched.api import errors as E
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.lease import Lease
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.resources import pod_requests
-from ksched.apiserver import errors as E
 from ksched.apiserver.http import ApiServer
 from ksched.apiserver.kubeconfig import write_kubeconfig
 from ksched.apiserver.store import Store
@@ -188,7 +188,14 @@ def test_api_error_mapping() -> None:
     e = _api_error(410, b'{"kind":"Status","code":410,"reason":"Expired","message":"too old"}')
     assert isinstance(e, E.Gone) and e.code == 410 and str(e) == "too old"
     assert isinstance(_api_error(409, b'{"code":409,"reason":"AlreadyExists","message":"x"}'), E.AlreadyExists)
-    assert isinstance(_api_error(409, b'{"code":409,"reason":"Conflict","message":"x"}'), E.Conflict)
+    assert type(_api_error(409, b'{"code":409,"reason":"Conflict","message":"x"}')) is E.Conflict
+    # A conflict resolver's refusal, from the embedded server (details) or through kube-apiserver
+    # from the webhook (message only), is typed as such.
+    assert isinstance(_api_error(409, b'{"code":409,"reason":"Conflict","message":"x",'
+                                      b'"details":{"kind":"pods/binding","name":"p"}}'), E.BindingConflict)
+    assert isinstance(_api_error(409, b'{"code":409,"reason":"Conflict","message":"admission webhook \\"w\\" '
+                                      b'denied the request: Operation cannot be fulfilled on pods/binding \\"p\\": '
+                                      b'node n1 would be over-committed"}'), E.BindingConflict)
     assert isinstance(_api_error(429, b'{"code":429,"message":"x","details":{"retryAfterSeconds":3}}'),
                       E.TooManyRequests)
     e = _api_error(502, b"<html>bad gateway</html>")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ksched.api.errors import Forbidden, NotFound
 from ksched.api.priorityclass import PriorityClass
-from ksched.apiserver.errors import Forbidden, NotFound
 
 __all__ = ["admit_pod", "default_pod"]
 

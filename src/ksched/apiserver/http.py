@@ -18,21 +18,22 @@ from typing import Any
 from aiohttp import web
 
 from ksched import __version__
-from ksched.api.errors import FieldError
-from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
-from ksched.api.meta import KubeObject
-from ksched.apiserver import discovery
-from ksched.apiserver.errors import (
+from ksched.api.errors import (
     ApiError,
     BadRequest,
+    FieldError,
     Invalid,
     MethodNotAllowed,
     NotFound,
     Unauthorized,
     UnsupportedMediaType,
 )
+from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
+from ksched.api.meta import KubeObject
+from ksched.api.watch import BOOKMARK, WatchEvent
+from ksched.apiserver import discovery
 from ksched.apiserver.openapi import openapi_root, openapi_v3
-from ksched.apiserver.store import BOOKMARK, Store, WatchEvent
+from ksched.apiserver.store import Store
 from ksched.apiserver.tables import to_table
 
 __all__ = ["ApiServer", "is_loopback"]
@@ -200,7 +201,7 @@ class ApiServer:
             raise
         except Exception as e:
             log.exception("internal error serving %s %s", request.method, request.path)
-            from ksched.apiserver.errors import InternalError
+            from ksched.api.errors import InternalError
 
             return _error(InternalError(f"Internal error occurred: {e}"))
 

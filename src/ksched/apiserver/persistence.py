@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ksched.api.kinds import KINDS
 from ksched.api.meta import KubeObject
-from ksched.apiserver.store import DELETED, Store
+from ksched.api.watch import DELETED
+from ksched.apiserver.store import Store
 
 __all__ = ["SqlitePersistence"]
 

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject
 from ksched.api.node import Node
 from ksched.api.storage import (
@@ -79,7 +80,6 @@ from ksched.api.volumes import (  # noqa: F401 - re-exported for callers of this
     volume_class,
     volume_mode_mismatch,
 )
-from ksched.apiserver.errors import ApiError
 
 if TYPE_CHECKING:
     from ksched.apiserver.store import Store

@@ -23,13 +23,23 @@ import json
 import os
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from ksched.api.errors import FieldError
-from ksched.api.event import Event
+from ksched.api.accounting import NodeAccounting
+from ksched.api.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    BindingConflict,
+    Conflict,
+    FieldError,
+    Forbidden,
+    InternalError,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+)
 from ksched.api.kinds import KINDS, UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject, format_time, parse_time
@@ -40,32 +50,16 @@ from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass, system_priority_classes
 from ksched.api.resources import qos_class
 from ksched.api.validation import validate
+from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import admit_pod
-from ksched.apiserver.conflict import NodeAccounting
 from ksched.apiserver.disruption import compute_pdb_status, pdb_matches
-from ksched.apiserver.errors import (
-    AlreadyExists,
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Gone,
-    InternalError,
-    Invalid,
-    NotFound,
-    TooManyRequests,
-)
+from ksched.apiserver.fields import check_field_selector, field_values
 from ksched.apiserver.patch import PatchError, apply_patch
 from ksched.apiserver.pvcontroller import PV_CONTROLLER_KINDS, PVController
+from ksched.apiserver.watch import Watch, WatchCache
 from ksched.clock import Clock, RealClock
 
-__all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "Store", "Watch", "WatchEvent"]
-
-ADDED = "ADDED"
-MODIFIED = "MODIFIED"
-DELETED = "DELETED"
-BOOKMARK = "BOOKMARK"
-ERROR = "ERROR"
+__all__ = ["Store"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Kinds whose main resource ignores status changes (they have a status subresource).
@@ -74,164 +68,6 @@ _STATUS_SUBRESOURCE = frozenset(("Pod", "Node", "Namespace", "PodDisruptionBudge
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
-
-
-@dataclass(slots=True, frozen=True)
-class WatchEvent:
-    type: str
-    object: KubeObject | None
-    resource_version: int
-    # The object before the change (history only): lets a filtered watch that resumes from an
-    # older resourceVersion see a change out of its selection as a DELETED, as the watch cache does.
-    prev: KubeObject | None = None
-
-    def __repr__(self) -> str:
-        return f"WatchEvent({self.type}, {self.object!r}, rv={self.resource_version})"
-
-
-def field_values(obj: KubeObject) -> dict[str, str]:
-    """The fields a field selector may name for an object."""
-    f = {"metadata.name": obj.name, "metadata.namespace": obj.namespace}
-    if isinstance(obj, Pod):
-        f["spec.nodeName"] = obj.node_name
-        f["status.phase"] = obj.phase
-        f["spec.schedulerName"] = obj.scheduler_name
-        f["status.nominatedNodeName"] = obj.nominated_node_name
-    elif isinstance(obj, Node):
-        f["spec.unschedulable"] = "true" if obj.unschedulable else "false"
-    elif isinstance(obj, Event):
-        io = obj.involved_object
-        for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
-            f[f"involvedObject.{k}"] = str(io.get(k) or "")
-        f["reason"] = obj.reason
-        f["type"] = obj.type
-        f["source"] = str(obj.source.get("component") or "")
-    return f
-
-
-_SUPPORTED_FIELDS = {
-    "Pod": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName",
-            "status.nominatedNodeName"},
-    "Node": {"metadata.name", "spec.unschedulable"},
-    "Event": {"metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
-              "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
-              "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "type", "source"},
-}
-
-
-class Watch:
-    """A stream of events for one kind (optionally one namespace and selectors).
-
-    Events are queued by the store as it commits writes; a consumer takes them with
-    :meth:`next` (blocking, with timeout) or :meth:`drain`. ``notify`` (if set) is called after
-    each event is queued, e.g. to wake a scheduling loop.
-    """
-
-    def __init__(self, store: Store, kind: str, namespace: str | None, label_selector: LabelSelector | None,
-                 field_selector: FieldSelector | None, bookmarks: bool) -> None:
-        self.store = store
-        self.kind = kind
-        self.namespace = namespace or None
-        self.label_selector = label_selector if label_selector is not None and not label_selector.is_empty() else None
-        self.field_selector = field_selector if field_selector is not None and not field_selector.is_empty() \
-            else None
-        self.bookmarks = bookmarks
-        self._events: deque[WatchEvent] = deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._waiting = False
-        self.closed = False
-        self.notify: Callable[[], None] | None = None
-
-    def matches(self, obj: KubeObject) -> bool:
-        if self.namespace is not None and obj.namespace != self.namespace:
-            return False
-        if self.label_selector is not None and not self.label_selector.matches(obj.labels):
-            return False
-        return self.field_selector is None or self.field_selector.matches(field_values(obj))
-
-    def _push(self, ev: WatchEvent) -> None:
-        if self.closed:
-            return
-        self._events.append(ev)  # deque appends are atomic; a waiting consumer is woken below
-        if self._waiting:
-            with self._cond:
-                self._cond.notify()
-        n = self.notify
-        if n is not None:
-            n()
-
-    @property
-    def filtered(self) -> bool:
-        return self.namespace is not None or self.label_selector is not None or self.field_selector is not None
-
-    def _translate(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> WatchEvent | None:
-        """The event as this watch sees it: a change that moves an object into or out of the
-        selection is an ADDED or DELETED, as the API server's watch cache reports it."""
-        if not self.filtered:
-            return WatchEvent(etype, new if new is not None else old, rv)
-        old_in = old is not None and self.matches(old)
-        new_in = new is not None and self.matches(new)
-        if etype == DELETED:
-            return WatchEvent(DELETED, old, rv) if old_in else None
-        if new_in and old_in:
-            return WatchEvent(MODIFIED, new, rv)
-        if new_in:
-            return WatchEvent(ADDED, new, rv)
-        if old_in:
-            return WatchEvent(DELETED, new if new is not None else old, rv)
-        return None
-
-    def _offer(self, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> None:
-        """Queue the event as this watch sees it (see :meth:`_translate`)."""
-        ev = self._translate(etype, old, new, rv)
-        if ev is not None:
-            self._push(ev)
-
-    def next(self, timeout: float | None = None) -> WatchEvent | None:
-        """The next event; None on timeout or when the watch is closed and empty."""
-        if self._events:
-            return self._events.popleft()
-        with self._cond:
-            # Announce the wait before looking again, so a producer that appends in between
-            # either is seen here or sees _waiting and notifies.
-            self._waiting = True
-            try:
-                if not self._events and not self.closed:
-                    self._cond.wait(timeout)
-            finally:
-                self._waiting = False
-        if self._events:
-            return self._events.popleft()
-        return None
-
-    def drain(self) -> list[WatchEvent]:
-        out: list[WatchEvent] = []
-        ev = self._events
-        while ev:
-            out.append(ev.popleft())
-        return out
-
-    def pending(self) -> int:
-        return len(self._events)
-
-    def stop(self) -> None:
-        """Close the watch (as the server closing the stream: the consumer must re-watch)."""
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-        self.store._remove_watch(self)
-        n = self.notify
-        if n is not None:
-            n()
-
-    def __iter__(self) -> Watch:
-        return self
-
-    def __next__(self) -> WatchEvent:
-        ev = self.next()
-        if ev is None:
-            raise StopIteration
-        return ev
 
 
 def _resolve_kind(kind: str | type[KubeObject]) -> type[KubeObject]:
@@ -266,7 +102,6 @@ class Store:
                  auto_create_namespaces: bool = False, strict_priority: bool = False,
                  default_tolerations: bool = True, start_rv: int = 0) -> None:
         self.clock: Clock = clock or RealClock()
-        self.history_size = history
         self.conflict_resolver = conflict_resolver
         self.auto_create_namespaces = auto_create_namespaces
         self.strict_priority = strict_priority
@@ -274,9 +109,7 @@ class Store:
         self._lock = threading.RLock()
         self._rv = start_rv
         self._objects: dict[str, dict[str, KubeObject]] = {k: {} for k in KINDS}
-        self._history: dict[str, deque[WatchEvent]] = {k: deque() for k in KINDS}
-        self._compacted: dict[str, int] = dict.fromkeys(KINDS, start_rv)
-        self._watches: dict[str, list[Watch]] = {k: [] for k in KINDS}
+        self.watch_cache = WatchCache(KINDS, self._lock, history, start_rv)
         self.accounting = NodeAccounting()
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
@@ -327,12 +160,6 @@ class Store:
             bucket.pop(obj.key, None)
         else:
             bucket[obj.key] = obj  # type: ignore[assignment]
-        ev = WatchEvent(etype, obj, rv, old if etype != DELETED else None)
-        hist = self._history[kind]
-        if len(hist) >= self.history_size:
-            dropped = hist.popleft()
-            self._compacted[kind] = dropped.resource_version
-        hist.append(ev)
         if kind == "Pod":
             if etype != DELETED and obj.deletion_timestamp is not None:
                 self._terminating[obj.key] = obj.deletion_timestamp
@@ -340,12 +167,7 @@ class Store:
                 self._terminating.pop(obj.key, None)
             self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                    new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
-        if etype == DELETED:
-            for w in list(self._watches[kind]):
-                w._offer(DELETED, obj, None, rv)
-        else:
-            for w in list(self._watches[kind]):
-                w._offer(etype, old, new, rv)
+        self.watch_cache.commit(kind, etype, old, new, rv)
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -374,7 +196,7 @@ class Store:
              limit: int = 0, continue_token: str = "") -> tuple[list[KubeObject], int, str]:
         """Objects (sorted by key), the list's resourceVersion and a continue token (or "")."""
         cls = _resolve_kind(kind)
-        self._check_fields(cls, field_selector)
+        check_field_selector(cls.KIND, field_selector)
         start = ""
         list_rv: int | None = None
         if continue_token:
@@ -414,15 +236,6 @@ class Store:
     def count(self, kind: str | type[KubeObject]) -> int:
         return len(self._bucket(_resolve_kind(kind)))
 
-    @staticmethod
-    def _check_fields(cls: type[KubeObject], fs: FieldSelector | None) -> None:
-        if fs is None or fs.is_empty():
-            return
-        allowed = _SUPPORTED_FIELDS.get(cls.KIND, {"metadata.name", "metadata.namespace"})
-        for f in fs.fields():
-            if f not in allowed:
-                raise BadRequest(f'"{f}" is not a known field selector: only "{", ".join(sorted(allowed))}"')
-
     # ------------------------------------------------------------------ watch
 
     def watch(self, kind: str | type[KubeObject], namespace: str | None = None, resource_version: str | int = "",
@@ -431,67 +244,25 @@ class Store:
         """Watch from ``resource_version``: "" or "0" start with synthetic ADDED events for what
         exists now; a version older than the kept history raises :class:`Gone`."""
         cls = _resolve_kind(kind)
-        self._check_fields(cls, field_selector)
-        w = Watch(self, cls.KIND, namespace, label_selector, field_selector, bookmarks)
+        check_field_selector(cls.KIND, field_selector)
         rv_s = str(resource_version) if resource_version is not None else ""
         with self._lock:
-            if rv_s in ("", "0"):
-                for o in self._bucket(cls).values():
-                    if w.matches(o):
-                        w._events.append(WatchEvent(ADDED, o, self._rv))
-            else:
-                try:
-                    rv = int(rv_s)
-                except ValueError as e:
-                    raise BadRequest(f'invalid resourceVersion "{rv_s}"') from e
-                if rv < self._compacted[cls.KIND]:
-                    raise Gone(f"too old resource version: {rv} ({self._compacted[cls.KIND] + 1})")
-                if rv > self._rv:
-                    raise Gone(f"too large resource version: {rv}, current: {self._rv}")
-                for ev in self._history[cls.KIND]:
-                    if ev.resource_version <= rv:
-                        continue
-                    if not w.filtered:
-                        w._events.append(ev)
-                        continue
-                    if ev.type == DELETED:
-                        tev = w._translate(DELETED, ev.object, None, ev.resource_version)
-                    else:
-                        tev = w._translate(ev.type, ev.prev, ev.object, ev.resource_version)
-                    if tev is not None:
-                        w._events.append(tev)
-            self._watches[cls.KIND].append(w)
-        return w
-
-    def _remove_watch(self, w: Watch) -> None:
-        with self._lock:
-            lst = self._watches.get(w.kind, [])
-            if w in lst:
-                lst.remove(w)
+            return self.watch_cache.open(cls.KIND, namespace, label_selector, field_selector, bookmarks, rv_s,
+                                         self._bucket(cls).values(), self._rv)
 
     def send_bookmarks(self) -> None:
         """A BOOKMARK with the current resourceVersion to every watch that asked for them."""
         with self._lock:
-            rv = self._rv
-            for lst in self._watches.values():
-                for w in lst:
-                    if w.bookmarks:
-                        w._push(WatchEvent(BOOKMARK, None, rv))
+            self.watch_cache.send_bookmarks(self._rv)
 
     def close_watches(self, kind: str | None = None) -> None:
         """Close watches (as an API server restart would); clients must re-watch."""
-        with self._lock:
-            kinds = [kind] if kind else list(self._watches)
-            ws = [w for k in kinds for w in self._watches[k]]
-        for w in ws:
-            w.stop()
+        self.watch_cache.close(kind)
 
     def compact(self, kind: str | None = None) -> None:
         """Drop the watch history (as etcd compaction): older versions answer 410 Gone."""
         with self._lock:
-            for k in [kind] if kind else list(self._history):
-                self._history[k].clear()
-                self._compacted[k] = self._rv
+            self.watch_cache.compact(self._rv, kind)
 
     def restore(self, objects: Iterable[KubeObject], resource_version: int) -> None:
         """Replace the contents with saved objects (a restart from persistence). The history
@@ -499,7 +270,6 @@ class Store:
         with self._lock:
             for k in self._objects:
                 self._objects[k] = {}
-                self._history[k].clear()
             self.accounting = NodeAccounting()
             self._terminating = {}
             top = resource_version
@@ -514,8 +284,7 @@ class Store:
                 except ValueError:
                     pass
             self._rv = top
-            for k in self._compacted:
-                self._compacted[k] = top
+            self.watch_cache.compact(top)
             for ns in {o.namespace for o in self._objects["PodDisruptionBudget"].values()}:
                 self._pdb_namespaces[ns] = 1
 
@@ -874,7 +643,7 @@ class Store:
                 node = self._bucket(Node).get(node_name)
                 why = self.accounting.check(old, node, node_name)  # type: ignore[arg-type]
                 if why is not None:
-                    raise Conflict.of("pods/binding", name, why)
+                    raise BindingConflict.over_commit(name, why)
             rv = self._next_rv()
             now_s = format_time(self.now())
             raw = dict(old.raw)

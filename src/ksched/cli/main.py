@@ -392,12 +392,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
     from pathlib import Path
 
+    from ksched.api.errors import AlreadyExists, ApiError
     from ksched.api.loader import load_manifests
-    from ksched.apiserver.errors import AlreadyExists, ApiError
     from ksched.apiserver.http import ApiServer, is_loopback
+    from ksched.apiserver.inprocess import InProcessClient
     from ksched.apiserver.kubeconfig import write_kubeconfig
     from ksched.apiserver.store import Store
-    from ksched.client.inprocess import InProcessClient
     from ksched.clock import RealClock
     from ksched.dispatch.processes import wait_until_signalled
 

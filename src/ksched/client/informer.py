@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ksched.api.errors import ApiError, Gone, ServiceUnavailable
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
-from ksched.apiserver.errors import ApiError, Gone, ServiceUnavailable
 from ksched.client.interface import ClusterClient, WatchStream
 
 __all__ = [

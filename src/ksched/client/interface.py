@@ -35,7 +35,7 @@ class WatchStream(Protocol):
 
 @runtime_checkable
 class ClusterClient(Protocol):
-    """Everything ksched does to a cluster. Errors are ``ksched.apiserver.errors.ApiError``."""
+    """Everything ksched does to a cluster. Errors are ``ksched.api.errors.ApiError``."""
 
     def list(self, kind: str, namespace: str | None = None, label_selector: LabelSelector | None = None,
              field_selector: FieldSelector | None = None) -> tuple[list[KubeObject], str]:

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ksched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from ksched.api.lease import Lease
 from ksched.api.meta import format_micro_time
-from ksched.apiserver.errors import AlreadyExists, ApiError, Conflict, NotFound
 
 __all__ = ["LeaderElector"]
 

@@ -19,11 +19,12 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from ksched.api import errors as E
 from ksched.api.kinds import KINDS
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
-from ksched.apiserver import errors as E
+from ksched.api.watch import WatchEvent
 
 __all__ = ["RestClient", "RestWatch", "load_client_configuration"]
 
@@ -49,7 +50,8 @@ def _api_error(status: int, body: bytes | str) -> E.ApiError:
     details = st.get("details") or {}
     code = int(st.get("code") or status)
     if code == 409:
-        cls: type[E.ApiError] = E.AlreadyExists if reason == "AlreadyExists" else E.Conflict
+        cls: type[E.ApiError] = E.AlreadyExists if reason == "AlreadyExists" else \
+            E.BindingConflict if E.BindingConflict.is_refusal(details.get("kind", ""), msg) else E.Conflict
     else:
         cls = _ERRORS_BY_CODE.get(code, E.InternalError)
     err = cls(msg, kind=details.get("kind", ""), name=details.get("name", ""), group=details.get("group", ""),
@@ -119,7 +121,6 @@ class RestWatch:
             n()
 
     def _run(self, url: str) -> None:
-        from ksched.apiserver.store import WatchEvent
 
         try:
             try:

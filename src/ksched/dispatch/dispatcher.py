@@ -34,10 +34,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ksched.api.errors import ApiError, Conflict, NotFound
 from ksched.api.labels import LabelSelector
 from ksched.api.lease import Lease
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError, Conflict, NotFound
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.clock import Clock, RealClock
 from ksched.dispatch.instance import (

@@ -31,11 +31,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ksched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from ksched.api.lease import Lease
 from ksched.api.meta import format_micro_time
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import AlreadyExists, ApiError, Conflict, NotFound
 from ksched.client.informer import InformerFactory
 from ksched.clock import Clock, RealClock
 from ksched.scheduler.config import SchedulerConfiguration

@@ -3,7 +3,7 @@ HTTPS) for ``pods/binding`` CREATE that denies a binding which would over-commit
 
 The embedded API server checks bindings itself (``Store(conflict_resolver=True)``); a real
 kube-apiserver does not, so several schedulers binding to one node could over-commit it. This
-webhook performs the same check (``ksched.apiserver.conflict.NodeAccounting``: resources,
+webhook performs the same check (``ksched.api.accounting.NodeAccounting``: resources,
 extended resources, hugepages, pod count, host ports) against
 
 * its own informer view of the cluster (every bound pod, every node), plus
@@ -31,10 +31,10 @@ from typing import Any
 
 from aiohttp import web
 
+from ksched.api.accounting import NodeAccounting
+from ksched.api.errors import ApiError, BindingConflict, NotFound
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.apiserver.conflict import NodeAccounting
-from ksched.apiserver.errors import ApiError, Conflict, NotFound
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.scheduler.scheduler import pod_with_node
 
@@ -193,7 +193,7 @@ class BindingWebhook:
             # Cannot tell: refuse (the scheduler retries) rather than risk an over-commit.
             why = f"cannot check the binding: {e.message}"
         if why is not None:
-            err = Conflict.of("pods/binding", name, why)
+            err = BindingConflict.over_commit(name, why)
             response["allowed"] = False
             response["status"] = {"status": "Failure", "code": err.code, "reason": err.reason,
                                   "message": err.message}

@@ -12,9 +12,9 @@ import heapq
 import logging
 from typing import Any
 
+from ksched.api.errors import ApiError
 from ksched.api.meta import format_time
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError
 from ksched.client.informer import EventHandler, InformerFactory
 
 __all__ = ["FakeKubelet"]

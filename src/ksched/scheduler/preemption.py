@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ksched.api.errors import ApiError, NotFound
 from ksched.api.meta import format_time
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError, NotFound
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import PostFilterResult
 from ksched.scheduler.framework.status import Code, Diagnosis, Status, fit_error_message

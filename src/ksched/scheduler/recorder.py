@@ -8,8 +8,8 @@ import queue
 import threading
 from typing import Any
 
+from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject, format_time
-from ksched.apiserver.errors import ApiError
 
 __all__ = ["BackgroundWriter", "EventRecorder"]
 

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ksched.api.errors import ApiError, BindingConflict
 from ksched.api.meta import format_time
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError, Conflict
 from ksched.client.informer import InformerFactory
 from ksched.clock import Clock, RealClock
 from ksched.scheduler.cache.cache import Cache, CacheError
@@ -402,7 +402,7 @@ class Scheduler:
         self._forget(pod)
         qpi = task.qpi
         err = st.error
-        if isinstance(err, Conflict) and "pods/binding" in str(err):
+        if isinstance(err, BindingConflict):
             # The conflict resolver refused: another instance took the room. Fail fast, retry now,
             # with no backoff penalty: the informer shows the other binding by the next attempt.
             self.metrics.binding_conflicts.inc()

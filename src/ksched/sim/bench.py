@@ -19,9 +19,10 @@ import sys
 import time
 from typing import Any
 
+from ksched.api.errors import BindingConflict
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import RealClock
 from ksched.scheduler.config import SchedulerConfiguration, parse_configuration
 from ksched.scheduler.scheduler import Scheduler
@@ -265,7 +266,6 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     instances report their counters in their Leases, read before and after)."""
     import tempfile
 
-    from ksched.apiserver.errors import Conflict
     from ksched.apiserver.http import ApiServer
     from ksched.apiserver.kubeconfig import write_kubeconfig
     from ksched.dispatch.processes import ProcessGroup, instance_names
@@ -285,9 +285,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         calls["bindings"] += 1
         try:
             return orig_bind(*a, **kw)
-        except Conflict as e:
-            if "pods/binding" in e.message:
-                calls["conflicts"] += 1
+        except BindingConflict:
+            calls["conflicts"] += 1
             raise
 
     store.bind = counting_bind  # type: ignore[method-assign]

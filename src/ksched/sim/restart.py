@@ -15,9 +15,9 @@ import sys
 import time
 from typing import Any
 
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import RealClock
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.scheduler import Scheduler

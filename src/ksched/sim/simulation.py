@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject
-from ksched.apiserver.errors import ApiError
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
 from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration

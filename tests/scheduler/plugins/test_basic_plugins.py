@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from ksched.api.errors import ApiError, Conflict
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError, Conflict
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource, QueueingHint
 from ksched.scheduler.framework.status import Code, Status

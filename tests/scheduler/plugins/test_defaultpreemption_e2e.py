@@ -10,8 +10,8 @@ import pytest
 from test_defaultpreemption_support import FIT_PLUGINS, FakeFit
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.scheduler.config import (
     EXTENSION_POINTS,

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from ksched.api.errors import ApiError, NotFound
 from ksched.api.meta import KubeObject
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
-from ksched.apiserver.errors import ApiError, NotFound
 from ksched.clock import VirtualClock
 from ksched.scheduler.config import EXTENSION_POINTS, PluginRef, PluginSet, Profile, parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState

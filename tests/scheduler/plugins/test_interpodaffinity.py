@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource

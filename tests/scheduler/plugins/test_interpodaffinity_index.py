@@ -19,9 +19,9 @@ import pytest
 from ksched.api.affinity import PodAffinityTerm
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import Code
 from ksched.scheduler.framework.types import NodeInfo

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import Code
 from ksched.scheduler.plugins.interpodaffinity import PRE_SCORE_STATE_KEY, InterPodAffinity

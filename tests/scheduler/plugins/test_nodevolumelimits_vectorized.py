@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.testing import PluginRunner, make_node, make_pod
 

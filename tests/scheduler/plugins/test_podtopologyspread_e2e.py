@@ -11,8 +11,8 @@ from collections import Counter
 from typing import Any
 
 from ksched.api.pod import Pod
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import VirtualClock
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.scheduler import Scheduler

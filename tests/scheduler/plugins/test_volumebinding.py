@@ -13,9 +13,9 @@ import pytest
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import Indexer, InformerFactory
-from ksched.client.inprocess import InProcessClient
 from ksched.clock import RealClock, VirtualClock
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ksched.api.errors import ApiError, NotFound
 from ksched.api.meta import KubeObject
 from ksched.api.node import Node
 from ksched.api.pod import Pod, Volume
@@ -33,7 +34,6 @@ from ksched.api.volumes import (
     is_pvc_fully_bound,
     match_topology_selector_terms,
 )
-from ksched.apiserver.errors import ApiError, NotFound
 from ksched.scheduler.plugins.volumebinding.assume_cache import AssumeCache, PVAssumeCache
 
 __all__ = [

@@ -1,6 +1,7 @@
-"""The conflict resolver: per-node accounting of bound pods, consulted atomically by the
-``pods/binding`` subresource so that no binding can over-commit a node, whichever scheduler
-instance sends it."""
+"""Per-node accounting of bound pods (requests, pod count, host ports): the conflict resolver's
+ledger. The embedded store consults it atomically in ``pods/binding``, and the admission
+webhook (``ksched webhook``) on real clusters, so that no binding can over-commit a node,
+whichever scheduler instance sends it."""
 
 from __future__ import annotations
 

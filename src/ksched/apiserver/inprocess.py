@@ -8,7 +8,8 @@ from typing import Any
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
-from ksched.apiserver.store import Store, Watch
+from ksched.apiserver.store import Store
+from ksched.apiserver.watch import Watch
 
 __all__ = ["InProcessClient"]
 
