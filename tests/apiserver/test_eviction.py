@@ -12,9 +12,10 @@ from ksched.api.meta import format_time
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
 from ksched.api.watch import DELETED, MODIFIED
-from ksched.apiserver.disruption import DISRUPTED_POD_TIMEOUT, compute_pdb_status
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
+from ksched.controllers.disruption import DISRUPTED_POD_TIMEOUT, compute_pdb_status
+from ksched.sim.cluster import EmbeddedCluster
 
 
 def mkpod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def clock() -> VirtualClock:
 
 @pytest.fixture
 def store(clock: VirtualClock) -> Store:
-    s = Store(clock)
+    s = EmbeddedCluster(clock).store  # with the disruption controller keeping PDB status
     s.create(mknode("n1"))
     return s
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ksched.api.storage import PersistentVolume, PersistentVolumeClaim
-from ksched.apiserver.pvcontroller import (
+from ksched.api.volumes import (
     bind_volume_to_claim,
     claim_class,
     find_matching_volume,
@@ -17,6 +17,7 @@ from ksched.apiserver.pvcontroller import (
 )
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
+from ksched.sim.cluster import EmbeddedCluster
 from ksched.testing import make_node
 
 HOST = "kubernetes.io/hostname"
@@ -24,7 +25,7 @@ HOST = "kubernetes.io/hostname"
 
 @pytest.fixture
 def store() -> Store:
-    return Store(VirtualClock())
+    return EmbeddedCluster(VirtualClock()).store
 
 
 def sc(name: str, mode: str = "Immediate", provisioner: str = "kubernetes.io/no-provisioner",

@@ -32,3 +32,7 @@ class PodDisruptionBudget(KubeObject):
         self.desired_healthy: int = int(status.get("desiredHealthy") or 0)
         self.expected_pods: int = int(status.get("expectedPods") or 0)
         self.disrupted_pods: dict[str, Any] = status.get("disruptedPods") or {}
+
+    def matches(self, pod: KubeObject) -> bool:
+        """Whether the budget covers the pod: same namespace, selected by its labels."""
+        return self.namespace == pod.namespace and self.selector.matches(pod.labels)

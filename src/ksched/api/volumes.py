@@ -22,7 +22,6 @@ __all__ = [
     "ANN_PROVISIONED_BY",
     "ANN_STORAGE_PROVISIONER",
     "NOT_SUPPORTED_PROVISIONER",
-    "PV_CONTROLLER_KINDS",
     "bind_volume_to_claim",
     "check_access_modes",
     "check_node_affinity",
@@ -53,7 +52,6 @@ CLAIM_PENDING = "Pending"
 CLAIM_BOUND = "Bound"
 CLAIM_LOST = "Lost"
 
-PV_CONTROLLER_KINDS = frozenset(("PersistentVolume", "PersistentVolumeClaim", "StorageClass"))
 
 
 # ---------------------------------------------------------------------------- helpers

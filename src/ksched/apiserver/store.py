@@ -9,7 +9,8 @@ Semantics follow kube-apiserver for the kinds ksched knows:
   never stored;
 * ``pods/binding`` (with the conflict resolver), ``pods/status``, ``pods/eviction``
   (PodDisruptionBudget-aware), graceful deletion of bound pods, finalizers;
-* the disruption controller's PDB status, kept current as pods change.
+* ``after_write`` hooks, where a simulation runs its controllers (which are clients of the
+  store like any other: see ``ksched.controllers``).
 
 Stored objects are immutable: every change makes a new object and a new manifest.
 """
@@ -42,7 +43,7 @@ from ksched.api.errors import (
 )
 from ksched.api.kinds import KINDS, UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
-from ksched.api.meta import KubeObject, format_time, parse_time
+from ksched.api.meta import KubeObject, format_time
 from ksched.api.namespace import Namespace
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
@@ -52,10 +53,8 @@ from ksched.api.resources import qos_class
 from ksched.api.validation import validate
 from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import admit_pod
-from ksched.apiserver.disruption import compute_pdb_status, pdb_matches
 from ksched.apiserver.fields import check_field_selector, field_values
 from ksched.apiserver.patch import PatchError, apply_patch
-from ksched.apiserver.pvcontroller import PV_CONTROLLER_KINDS, PVController
 from ksched.apiserver.watch import Watch, WatchCache
 from ksched.clock import Clock, RealClock
 
@@ -116,9 +115,10 @@ class Store:
         # Write hooks (persistence): called with (event type, kind, object, rv) under the lock,
         # before the change is applied or sent to any watch.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
-        self._pdb_namespaces: dict[str, int] = {}
         self._terminating: dict[str, float] = {}  # pod key -> deletion deadline
-        self.pv_controller = PVController(self)  # binds and provisions volumes after PV/PVC/class writes
+        # Called after each write method returns its change (outside the lock): the simulation
+        # runs its controllers there, so they react before the writer continues.
+        self.after_write: list[Callable[[], None]] = []
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
                 self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -168,6 +168,10 @@ class Store:
             self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                    new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
         self.watch_cache.commit(kind, etype, old, new, rv)
+
+    def _written(self) -> None:
+        for hook in self.after_write:
+            hook()
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -285,8 +289,6 @@ class Store:
                     pass
             self._rv = top
             self.watch_cache.compact(top)
-            for ns in {o.namespace for o in self._objects["PodDisruptionBudget"].values()}:
-                self._pdb_namespaces[ns] = 1
 
     # ------------------------------------------------------------------ create
 
@@ -305,10 +307,9 @@ class Store:
                                      "on the request")
                 md["namespace"] = namespace
         with self._lock:
-            return self._create_unlocked(raw)
-
-    def create_many(self, objs: Iterable[dict[str, Any] | KubeObject]) -> list[KubeObject]:
-        return [self.create(o) for o in objs]
+            obj = self._create_unlocked(raw)
+        self._written()
+        return obj
 
     def _create_unlocked(self, raw: dict[str, Any]) -> KubeObject:
         kind = raw.get("kind")
@@ -370,10 +371,6 @@ class Store:
         if cls is Pod:
             raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         self._commit(cls, ADDED, None, obj, rv)
-        if cls is Pod or cls is PodDisruptionBudget:
-            self._sync_pdbs(obj.namespace)
-        elif cls.KIND in PV_CONTROLLER_KINDS:
-            self.pv_controller.sync(cls.KIND, obj)
         return obj
 
     # ------------------------------------------------------------------ update
@@ -381,7 +378,9 @@ class Store:
     def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
         raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
         with self._lock:
-            return self._update_unlocked(raw, subresource)
+            obj = self._update_unlocked(raw, subresource)
+        self._written()
+        return obj
 
     def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
         return self.update(obj, "status")
@@ -418,25 +417,17 @@ class Store:
             rv = self._next_rv()
             gone = cls.from_dict(_with_meta(new_raw, resourceVersion=str(rv)))
             self._commit(cls, DELETED, old, gone, rv)
-            self._after_pod_change(cls, gone)
             return gone
         rv = self._next_rv()
         nmd["resourceVersion"] = str(rv)
         new = cls.from_dict(new_raw)
         self._commit(cls, MODIFIED, old, new, rv)
-        self._after_pod_change(cls, new)
         return new
 
     def _graceful_pending(self, obj: KubeObject) -> bool:
         """A bound pod whose grace period has not yet run out (the kubelet has not finished)."""
         return isinstance(obj, Pod) and bool(obj.node_name) and not obj.is_terminal and \
             obj.deletion_timestamp is not None and obj.deletion_timestamp > self.now()
-
-    def _after_pod_change(self, cls: type[KubeObject], obj: KubeObject) -> None:
-        if cls is Pod or cls is PodDisruptionBudget:
-            self._sync_pdbs(obj.namespace)
-        elif cls.KIND in PV_CONTROLLER_KINDS:
-            self.pv_controller.sync(cls.KIND, obj)
 
     def _merge_update(self, cls: type[KubeObject], old: KubeObject, raw: dict[str, Any],
                       subresource: str) -> dict[str, Any] | None:
@@ -533,7 +524,9 @@ class Store:
             if cls.NAMESPACED:
                 md["namespace"] = namespace
             new_raw["kind"] = cls.KIND
-            return self._update_unlocked(new_raw, subresource, check_rv=check)
+            obj = self._update_unlocked(new_raw, subresource, check_rv=check)
+        self._written()
+        return obj
 
     # ------------------------------------------------------------------ delete
 
@@ -554,7 +547,9 @@ class Store:
                 raise Conflict.of(cls.PLURAL, name, "Precondition failed: ResourceVersion in precondition: "
                                                     f"{resource_version}, ResourceVersion in object meta: "
                                                     f"{old.resource_version}", _group(cls))
-            return self._delete_unlocked(cls, old, grace_period_seconds)
+            obj = self._delete_unlocked(cls, old, grace_period_seconds)
+        self._written()
+        return obj
 
     def _delete_unlocked(self, cls: type[KubeObject], old: KubeObject, grace: int | None) -> KubeObject:
         if cls is Namespace:
@@ -575,14 +570,12 @@ class Store:
                                        deletionTimestamp=format_time(self.now() + period),
                                        deletionGracePeriodSeconds=period))
         self._commit(cls, MODIFIED, old, new, rv)
-        self._after_pod_change(cls, new)
         return new
 
     def _remove(self, cls: type[KubeObject], old: KubeObject) -> KubeObject:
         rv = self._next_rv()
         gone = cls.from_dict(_with_meta(old.raw, resourceVersion=str(rv)))
         self._commit(cls, DELETED, old, gone, rv)
-        self._after_pod_change(cls, gone)
         return gone
 
     def _delete_namespace(self, ns: KubeObject) -> KubeObject:
@@ -608,6 +601,8 @@ class Store:
                 if o is not None and deadline <= now and not o.finalizers:
                     self._remove(Pod, o)
                     n += 1
+        if n:
+            self._written()
         return n
 
     def next_deletion_deadline(self) -> float | None:
@@ -669,9 +664,8 @@ class Store:
             if annotations:
                 new.annotations = md["annotations"]
             self._commit(Pod, MODIFIED, old, new, rv)
-            if self._pdb_namespaces.get(namespace):
-                self._sync_pdbs(namespace)
-            return new
+        self._written()
+        return new
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> KubeObject:
         """``pods/eviction``: delete the pod unless a PodDisruptionBudget forbids it (429)."""
@@ -683,7 +677,7 @@ class Store:
             ignore_pdb = pod.phase in ("Succeeded", "Failed", "Pending") or pod.deletion_timestamp is not None
             if not ignore_pdb:
                 pdbs = [p for p in self._bucket(PodDisruptionBudget).values()
-                        if isinstance(p, PodDisruptionBudget) and pdb_matches(p, pod)]
+                        if isinstance(p, PodDisruptionBudget) and p.matches(pod)]
                 if len(pdbs) > 1:
                     raise InternalError("This pod has more than one PodDisruptionBudget, which the eviction "
                                         "subresource does not support.")
@@ -700,7 +694,9 @@ class Store:
                     status["disruptedPods"] = {**(status.get("disruptedPods") or {}),
                                                pod.name: format_time(self.now())}
                     self._write_status(PodDisruptionBudget, pdb, status)
-            return self._delete_unlocked(Pod, pod, grace_period_seconds)
+            obj = self._delete_unlocked(Pod, pod, grace_period_seconds)
+        self._written()
+        return obj
 
     def _write_status(self, cls: type[KubeObject], old: KubeObject, status: dict[str, Any]) -> KubeObject:
         rv = self._next_rv()
@@ -709,22 +705,6 @@ class Store:
         new = cls.from_dict(raw)
         self._commit(cls, MODIFIED, old, new, rv)
         return new
-
-    # ------------------------------------------------------------------ disruption controller
-
-    def _sync_pdbs(self, namespace: str) -> None:
-        pdbs = [p for p in self._objects["PodDisruptionBudget"].values() if p.namespace == namespace]
-        self._pdb_namespaces[namespace] = len(pdbs)
-        if not pdbs:
-            return
-        pods = [p for p in self._objects["Pod"].values() if p.namespace == namespace]
-        now = self.now()
-        for pdb in pdbs:
-            assert isinstance(pdb, PodDisruptionBudget)
-            disrupted = {k: t for k, v in pdb.disrupted_pods.items() if (t := parse_time(v)) is not None}
-            status = compute_pdb_status(pdb, pods, now, disrupted)  # type: ignore[arg-type]
-            if status != pdb.raw.get("status"):
-                self._write_status(PodDisruptionBudget, pdb, status)
 
     # ------------------------------------------------------------------ convenience
 

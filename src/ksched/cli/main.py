@@ -397,9 +397,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ksched.apiserver.http import ApiServer, is_loopback
     from ksched.apiserver.inprocess import InProcessClient
     from ksched.apiserver.kubeconfig import write_kubeconfig
-    from ksched.apiserver.store import Store
     from ksched.clock import RealClock
     from ksched.dispatch.processes import wait_until_signalled
+    from ksched.sim.cluster import EmbeddedCluster
 
     listen = _parse_listen(args.listen)
     if listen is None:
@@ -410,7 +410,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if partitions is None:
         return EXIT_INVALID_INPUT
     clock = RealClock()
-    store = Store(clock, conflict_resolver=not args.no_conflict_resolver)
+    cluster = EmbeddedCluster(clock, synchronous=False, conflict_resolver=not args.no_conflict_resolver)
+    store = cluster.store
     persistence = None
     if args.data:
         from ksched.apiserver.persistence import SqlitePersistence
@@ -432,6 +433,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             for e in errors:
                 print(f"error: {e}", file=sys.stderr)
             return EXIT_INVALID_INPUT
+    cluster.start()  # the controllers: PV binding, PDB status
     token = args.token
     ssl_ctx = None
     ca_file = None
@@ -451,6 +453,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.start()
     except OSError as e:
         print(f"error: cannot listen on {args.listen}: {e}", file=sys.stderr)
+        cluster.stop()
         return 1
     kc_path = Path(args.kubeconfig_out) if args.kubeconfig_out else (
         Path(args.data) / "kubeconfig" if args.data else Path("ksched.kubeconfig"))
@@ -485,6 +488,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             runner.stop()
         if agent is not None:
             agent.stop()
+        cluster.stop()
         server.stop()
         if persistence is not None:
             persistence.close()

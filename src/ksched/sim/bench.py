@@ -20,13 +20,13 @@ import time
 from typing import Any
 
 from ksched.api.errors import BindingConflict
-from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
 from ksched.clock import RealClock
 from ksched.scheduler.config import SchedulerConfiguration, parse_configuration
 from ksched.scheduler.scheduler import Scheduler
 from ksched.sim.breakdown import Breakdown, breakdown
+from ksched.sim.cluster import EmbeddedCluster
 from ksched.sim.workloads import WORKLOADS, Phase, Workload, node_default, pod_default
 
 __all__ = ["WORKLOADS", "Phase", "Workload", "median_run", "node_default", "pod_default", "run_workload"]
@@ -76,14 +76,19 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
         return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing)
 
 
+# scheduler_perf runs an API server and the scheduler, no kube-controller-manager; the CSI
+# volume workload's claims are bound by the PV controller, the one controller the workloads need.
+BENCH_CONTROLLERS = ("persistentvolume-binder",)
+
+
 def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured: int | None, init: int | None,
                   config: SchedulerConfiguration | None, timeout: float, timing: Breakdown | None) -> dict[str, Any]:
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
     clock = RealClock()
-    store = Store(clock, auto_create_namespaces=True)
-    client = InProcessClient(store)
+    cluster = EmbeddedCluster(clock, controllers=BENCH_CONTROLLERS, auto_create_namespaces=True)
+    store, client = cluster.store, cluster.client
     informers = InformerFactory(client)
     sched = Scheduler(client, config, clock=clock, informers=informers, seed=seed)
     durations: list[float] = []
@@ -277,7 +282,10 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if w.config:
         raise ValueError(f"{w.name}: a workload with its own scheduler configuration cannot run over HTTP")
-    store = Store(RealClock(), auto_create_namespaces=True)
+    cluster = EmbeddedCluster(RealClock(), controllers=BENCH_CONTROLLERS, synchronous=False,
+                              auto_create_namespaces=True)
+    store = cluster.store
+    cluster.start()
     calls = {"bindings": 0, "conflicts": 0}
     orig_bind = store.bind
 
@@ -341,12 +349,14 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     except RuntimeError as e:
         group.stop()
         server.stop()
+        cluster.stop()
         tmp.cleanup()
         return {"workload": w.name, "transport": "http", "schedulers": schedulers, "error": str(e)}
     finally:
         gc.unfreeze()
     codes = group.stop()
     server.stop()
+    cluster.stop()
     tmp.cleanup()
     after = _instance_stats(store)
     bound = len(watch.bound) - n_init

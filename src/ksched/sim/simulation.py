@@ -1,5 +1,5 @@
-"""A simulated cluster on a virtual clock: the embedded API store, the scheduler (single-threaded,
-deterministic for a seed), a simulated kubelet; ``run`` advances time from one timer to the next
+"""A simulated cluster on a virtual clock: the embedded API store and controllers, the scheduler
+(single-threaded, deterministic for a seed), a simulated kubelet; ``run`` advances time from one timer to the next
 until nothing more can change."""
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ from typing import Any
 
 from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject
-from ksched.apiserver.inprocess import InProcessClient
-from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
 from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.scheduler import Scheduler
+from ksched.sim.cluster import EmbeddedCluster
 
 __all__ = ["LOAD_ORDER", "Simulation", "SimulationResult"]
 
@@ -40,8 +39,9 @@ class Simulation:
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
                  vectorize: bool = True, conflict_resolver: bool = True) -> None:
         self.clock = VirtualClock(start)
-        self.store = Store(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver)
-        self.client = InProcessClient(self.store)
+        self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver)
+        self.store = self.cluster.store
+        self.client = self.cluster.client
         self.informers = InformerFactory(self.client)
         self.scheduler = Scheduler(self.client, config, clock=self.clock, informers=self.informers, seed=seed,
                                    explain=explain, record_events=record_events, vectorize=vectorize,
@@ -66,7 +66,8 @@ class Simulation:
         return errors
 
     def _next_timer(self) -> float | None:
-        cands = [self.scheduler.queue.next_backoff_wakeup(), self.store.next_deletion_deadline()]
+        cands = [self.scheduler.queue.next_backoff_wakeup(), self.store.next_deletion_deadline(),
+                 self.cluster.next_wakeup()]
         for fw in self.scheduler.profiles.values():
             cands.append(fw.next_permit_deadline())
         if self.kubelet is not None:
@@ -91,6 +92,8 @@ class Simulation:
             if self.kubelet is not None and self.kubelet.step():
                 changed = True
             if self.store.finalize_expired():
+                changed = True
+            if self.cluster.controllers.settle():
                 changed = True
             if changed or not sched.idle():
                 continue

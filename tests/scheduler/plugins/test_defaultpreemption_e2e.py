@@ -10,8 +10,6 @@ import pytest
 from test_defaultpreemption_support import FIT_PLUGINS, FakeFit
 
 from ksched.api.pod import Pod
-from ksched.apiserver.inprocess import InProcessClient
-from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 from ksched.scheduler.config import (
     EXTENSION_POINTS,
@@ -24,14 +22,15 @@ from ksched.scheduler.config import (
 from ksched.scheduler.plugins.defaultpreemption import DefaultPreemption
 from ksched.scheduler.plugins.registry import Registry
 from ksched.scheduler.scheduler import Scheduler
+from ksched.sim.cluster import EmbeddedCluster
 from ksched.testing import make_node, make_pod
 
 
 class Cluster:
     def __init__(self, fit: str, async_preemption: bool = True, args: dict[str, Any] | None = None) -> None:
         self.clock = VirtualClock()
-        self.store = Store(self.clock)
-        self.client = InProcessClient(self.store)
+        cluster = EmbeddedCluster(self.clock)
+        self.store, self.client = cluster.store, cluster.client
         pm = {ep: PluginSet() for ep in EXTENSION_POINTS}
         pm["multiPoint"] = PluginSet([PluginRef(n) for n in ("PrioritySort", fit, "DefaultPreemption",
                                                              "DefaultBinder")])

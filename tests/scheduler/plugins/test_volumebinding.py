@@ -17,6 +17,7 @@ from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import Indexer, InformerFactory
 from ksched.clock import RealClock, VirtualClock
+from ksched.controllers.manager import ControllerManager
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource, QueueingHint
@@ -31,6 +32,7 @@ from ksched.scheduler.plugins.volumebinding import (
 )
 from ksched.scheduler.plugins.volumebinding.binder import VolumeBindingError
 from ksched.scheduler.scheduler import Scheduler
+from ksched.sim.cluster import EmbeddedCluster
 from ksched.testing import PluginRunner, make_node, make_pod
 
 NODE_KEY = "nodeKey"
@@ -574,12 +576,16 @@ def test_bind_timeout_must_not_be_negative() -> None:
 # ---- PreBind against the embedded store ---------------------------------------------------------
 
 class Cluster:
-    """An embedded store with its PV controller, a client and informers, and a runner."""
+    """An embedded store with its controllers (the PV controller unless ``pv_controller`` is
+    False), a client and informers, and a runner."""
 
-    def __init__(self, nodes: list[Node], objs: list[dict[str, Any]], clock: Any = None, timeout: int = 600) -> None:
+    def __init__(self, nodes: list[Node], objs: list[dict[str, Any]], clock: Any = None, timeout: int = 600,
+                 pv_controller: bool = True) -> None:
         self.clock = clock or VirtualClock()
-        self.store = Store(self.clock)
-        self.client = InProcessClient(self.store)
+        self.cluster = EmbeddedCluster(self.clock, controllers=["*"] if pv_controller else
+                                       ["*", "-persistentvolume-binder"])
+        self.store = self.cluster.store
+        self.client = self.cluster.client
         self.informers = InformerFactory(self.client)
         for n in nodes:
             self.store.create(n.raw)
@@ -676,8 +682,8 @@ def test_prebind_fails_when_provisioning_fails() -> None:
 
 
 def test_prebind_fails_when_the_pod_is_gone() -> None:
-    c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")])
-    c.store.pv_controller.sync = lambda kind, obj: None  # type: ignore[method-assign]
+    c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
+                pv_controller=False)
     pod = c.pod("p", "data")
     state, _ = c.cycle(pod, "n1")
     c.store.delete("Pod", "default", "p")
@@ -686,8 +692,8 @@ def test_prebind_fails_when_the_pod_is_gone() -> None:
 
 
 def test_prebind_times_out_on_a_virtual_clock_when_nothing_binds() -> None:
-    c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")])
-    c.store.pv_controller.sync = lambda kind, obj: None  # type: ignore[method-assign]
+    c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
+                pv_controller=False)
     pod = c.pod("p", "data")
     state, _ = c.cycle(pod, "n1")
     st = c.plugin.pre_bind(state, pod, "n1")
@@ -699,24 +705,24 @@ def test_prebind_times_out_on_a_virtual_clock_when_nothing_binds() -> None:
 
 def test_prebind_polls_until_the_controller_binds_on_a_real_clock() -> None:
     c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
-                clock=RealClock(), timeout=5)
-    controller = c.store.pv_controller
-    real_sync = controller.sync
-    controller.sync = lambda kind, obj: None  # type: ignore[method-assign]
+                clock=RealClock(), timeout=5, pv_controller=False)
     pod = c.pod("p", "data")
     state, _ = c.cycle(pod, "n1")
+    # The PV controller of another process, starting late.
+    late = ControllerManager(c.client, c.clock, ["persistentvolume-binder"])
 
     def late_controller() -> None:
         time.sleep(0.3)
-        with c.store._lock:
-            controller.sync = real_sync  # type: ignore[method-assign]
-            real_sync("PersistentVolume", c.store.get("PersistentVolume", "", "pv1"))
+        late.start()
 
     t = threading.Thread(target=late_controller)
     t.start()
     t0 = time.monotonic()
-    st = c.runner.fw.run_pre_bind(state, pod, "n1")
-    t.join()
+    try:
+        st = c.runner.fw.run_pre_bind(state, pod, "n1")
+    finally:
+        t.join()
+        late.stop()
     assert st is None
     assert time.monotonic() - t0 >= 0.25
     assert c.pvc("data").volume_name == "pv1"
@@ -724,8 +730,7 @@ def test_prebind_polls_until_the_controller_binds_on_a_real_clock() -> None:
 
 def test_prebind_times_out_on_a_real_clock() -> None:
     c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
-                clock=RealClock(), timeout=0)
-    c.store.pv_controller.sync = lambda kind, obj: None  # type: ignore[method-assign]
+                clock=RealClock(), timeout=0, pv_controller=False)
     pod = c.pod("p", "data")
     state, _ = c.cycle(pod, "n1")
     st = c.plugin.pre_bind(state, pod, "n1")
@@ -768,7 +773,7 @@ def condition_message(store: Store, name: str) -> str:
 
 def test_schedule_static_local_volumes() -> None:
     clock = VirtualClock()
-    store = Store(clock)
+    store = EmbeddedCluster(clock).store
     for n in ("n1", "n2", "n3"):
         store.create(make_node(n).raw)
     store.create(sc_raw("local"))
@@ -794,7 +799,7 @@ def test_schedule_static_local_volumes() -> None:
 
 def test_schedule_dynamic_provisioning_then_second_pod_follows_the_volume() -> None:
     clock = VirtualClock()
-    store = Store(clock)
+    store = EmbeddedCluster(clock).store
     for n in ("n1", "n2"):
         store.create(make_node(n).raw)
     store.create(sc_raw("fast", provisioner="csi.example.com"))
@@ -813,7 +818,7 @@ def test_schedule_dynamic_provisioning_then_second_pod_follows_the_volume() -> N
 
 def test_schedule_waits_for_immediate_claims_and_missing_claims() -> None:
     clock = VirtualClock()
-    store = Store(clock)
+    store = EmbeddedCluster(clock).store
     store.create(make_node("n1").raw)
     store.create(pvc_raw("imm", ""))
     store.create(make_pod("q", volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "imm"}}]).raw)

@@ -1,11 +1,7 @@
-"""A minimal PersistentVolume controller for the embedded API store, and the storage helpers it
-shares with the scheduler's volume plugins.
-
-The embedded cluster has no kube-controller-manager, so nothing would ever bind a claim. This
-module does what upstream's PV controller (``pkg/controller/volume/persistentvolume``) and an
-external CSI provisioner do, synchronously, right after the store commits a write to a
-PersistentVolume, PersistentVolumeClaim or StorageClass (as the store's disruption controller
-does for PodDisruptionBudgets):
+"""The PersistentVolume controller, and what an external CSI provisioner does, for the embedded
+cluster (upstream's ``pkg/controller/volume/persistentvolume``, the controller kube-controller-manager
+runs as ``persistentvolume-binder``). It watches PersistentVolumes, PersistentVolumeClaims and
+StorageClasses and writes through the API like any client:
 
 * a claim with no ``spec.volumeName`` is bound to the smallest matching available volume, unless
   its class is ``WaitForFirstConsumer`` (then only a volume already reserved for it by
@@ -23,17 +19,20 @@ does for PodDisruptionBudgets):
 * volumes whose claim is gone are ``Released``, or deleted under the ``Delete`` reclaim policy;
   claims whose bound volume is gone are ``Lost``.
 
-Only the helpers (``claim_class``, ``find_matching_volume``, ...) are meant for other modules; they
-follow ``k8s.io/component-helpers/storage/volume``.
+Its caches of volumes and claims take its own writes at once (upstream's ``storeObjectUpdate``:
+a newer resourceVersion wins), so a sync reads what the previous one wrote even before the
+watch delivers it. Indices (volumes available per class, volumes reserved per claim, unbound
+claims per class) keep each sync proportional to what it touches, not to the number of objects.
+
+Divergences: no periodic resync (an available volume offers itself to the pending claims of
+its class instead, which is what the resync achieves); provisioning is immediate.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections import deque
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject
@@ -47,11 +46,9 @@ from ksched.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from ksched.api.volumes import (  # noqa: F401 - re-exported for callers of this module
-    ANN_BETA_DEFAULT_CLASS,
+from ksched.api.volumes import (
     ANN_BETA_STORAGE_CLASS,
     ANN_BETA_STORAGE_PROVISIONER,
-    ANN_DEFAULT_CLASS,
     ANN_PROVISIONED_BY,
     ANN_STORAGE_PROVISIONER,
     CLAIM_BOUND,
@@ -63,69 +60,48 @@ from ksched.api.volumes import (  # noqa: F401 - re-exported for callers of this
     PHASE_BOUND,
     PHASE_FAILED,
     PHASE_RELEASED,
-    PV_CONTROLLER_KINDS,
     _allowed_topologies_affinity,
     _is_default_class,
     _vac,
     bind_volume_to_claim,
     check_access_modes,
-    check_node_affinity,
     claim_class,
     claim_ref_for,
     find_matching_volume,
     is_delay_binding_mode,
     is_pvc_fully_bound,
     is_volume_bound_to_claim,
-    match_topology_selector_terms,
     volume_class,
     volume_mode_mismatch,
 )
+from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
+from ksched.clock import Clock
+from ksched.controllers.controller import Controller
 
-if TYPE_CHECKING:
-    from ksched.apiserver.store import Store
-
-__all__ = [
-    "ANN_BETA_STORAGE_CLASS",
-    "ANN_PROVISIONED_BY",
-    "ANN_STORAGE_PROVISIONER",
-    "NOT_SUPPORTED_PROVISIONER",
-    "PV_CONTROLLER_KINDS",
-    "PVController",
-    "bind_volume_to_claim",
-    "check_access_modes",
-    "check_node_affinity",
-    "claim_class",
-    "claim_ref_for",
-    "find_matching_volume",
-    "is_pvc_fully_bound",
-    "is_volume_bound_to_claim",
-    "match_topology_selector_terms",
-    "volume_class",
-    "volume_mode_mismatch",
-]
+__all__ = ["PersistentVolumeController"]
 
 log = logging.getLogger(__name__)
 
 
+def _rv(obj: KubeObject) -> int:
+    try:
+        return int(obj.resource_version or 0)
+    except ValueError:
+        return 0
 
-class PVController:
-    """Binds and provisions volumes in the embedded store. ``sync`` is called by the store, under
-    its lock, after a write to a PersistentVolume, PersistentVolumeClaim or StorageClass; the
-    controller's own writes come back through ``sync`` and are queued, so one call runs until
-    every affected claim and volume is settled.
 
-    Indices (volumes available per class, volumes reserved per claim, unbound claims per class)
-    keep each sync proportional to what it touches, not to the number of objects."""
+class PersistentVolumeController(Controller):
+    """Keys: ``("claim", namespace/name)`` and ``("volume", name)``, synced in the order queued."""
 
-    MAX_STEPS = 1_000_000
+    name = "persistentvolume-binder"
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._queue: deque[tuple[str, str]] = deque()
-        self._queued: set[tuple[str, str]] = set()
-        self._running = False
+    def __init__(self, client: Any, informers: InformerFactory, clock: Clock) -> None:
+        super().__init__(client, informers, clock)
+        self.class_informer = informers.informer("StorageClass")
+        self.node_informer = informers.informer("Node")
+        self._volumes: dict[str, PersistentVolume] = {}
+        self._claims: dict[str, PersistentVolumeClaim] = {}
         self._deleted_claims: dict[str, PersistentVolumeClaim] = {}
-        self._buckets: tuple[int, int] = (0, 0)
         # volume name -> (class if available else None, reserved-for claim key or "")
         self._pv_meta: dict[str, tuple[str | None, str]] = {}
         self._available: dict[str, dict[str, None]] = {}
@@ -134,26 +110,64 @@ class PVController:
         self._claim_meta: dict[str, tuple[str | None, str]] = {}
         self._unbound: dict[str, dict[str, None]] = {}
         self._naming: dict[str, dict[str, None]] = {}  # volume name -> claims whose spec.volumeName it is
+        informers.informer("PersistentVolume").add_handler(EventHandler(
+            self._volume_seen, lambda old, new: self._volume_seen(new), self._volume_gone))
+        informers.informer("PersistentVolumeClaim").add_handler(EventHandler(
+            self._claim_seen, lambda old, new: self._claim_seen(new), self._claim_gone))
+        self.class_informer.add_handler(EventHandler(
+            self._class_changed, lambda old, new: self._class_changed(new), None))
+
+    # ---- events ---------------------------------------------------------------------------
+
+    def _volume_seen(self, pv: PersistentVolume) -> None:
+        cur = self._volumes.get(pv.name)
+        if cur is None or _rv(pv) >= _rv(cur):
+            self._volumes[pv.name] = pv
+            self._index_volume(pv.name)
+        self.queue.add(("volume", pv.name))
+
+    def _volume_gone(self, obj: Any) -> None:
+        pv = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self._volumes.pop(pv.name, None)
+        self._index_volume(pv.name)
+        self.queue.add(("volume", pv.name))
+        if isinstance(pv, PersistentVolume) and pv.claim_ref:
+            # A deleted volume: its claim may now be lost.
+            cr = pv.claim_ref
+            self.queue.add(("claim", f"{cr.get('namespace', '')}/{cr.get('name', '')}"))
+
+    def _claim_seen(self, pvc: PersistentVolumeClaim) -> None:
+        cur = self._claims.get(pvc.key)
+        if cur is None or _rv(pvc) >= _rv(cur):
+            self._claims[pvc.key] = pvc
+            self._index_claim(pvc.key)
+        self.queue.add(("claim", pvc.key))
+
+    def _claim_gone(self, obj: Any) -> None:
+        pvc = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self._claims.pop(pvc.key, None)
+        self._index_claim(pvc.key)
+        if isinstance(pvc, PersistentVolumeClaim):
+            self._deleted_claims[pvc.key] = pvc
+        self.queue.add(("claim", pvc.key))
+
+    def _class_changed(self, sc: StorageClass) -> None:
+        # A new default class, or a class whose claims can now be provisioned.
+        for pvc in list(self._claims.values()):
+            if not pvc.volume_name:
+                self.queue.add(("claim", pvc.key))
+
+    def sync(self, key: Any) -> None:
+        what, name = key
+        try:
+            if what == "claim":
+                self._sync_claim(name)
+            else:
+                self._sync_volume(name)
+        except ApiError as e:  # a write lost a race: the event of the newer version syncs again
+            log.debug("PV controller: syncing %s %s: %s", what, name, e)
 
     # ---- indices --------------------------------------------------------------------------
-
-    def _ensure_indices(self) -> None:
-        """(Re)build the indices when the store's buckets were replaced (a restore)."""
-        objs = self.store._objects
-        ids = (id(objs["PersistentVolume"]), id(objs["PersistentVolumeClaim"]))
-        if ids == self._buckets:
-            return
-        self._buckets = ids
-        self._pv_meta.clear()
-        self._available.clear()
-        self._by_claim.clear()
-        self._claim_meta.clear()
-        self._unbound.clear()
-        self._naming.clear()
-        for name in list(objs["PersistentVolume"]):
-            self._index_volume(name)
-        for key in list(objs["PersistentVolumeClaim"]):
-            self._index_claim(key)
 
     def _index_volume(self, name: str) -> None:
         old = self._pv_meta.pop(name, None)
@@ -194,82 +208,36 @@ class PVController:
         self._claim_meta[key] = (cls_name, "")
         self._unbound.setdefault(cls_name, {})[key] = None
 
-    # ---- entry point --------------------------------------------------------------------
-
-    def sync(self, kind: str, obj: KubeObject) -> None:
-        self._ensure_indices()
-        if kind == "PersistentVolumeClaim":
-            key = obj.key
-            self._index_claim(key)
-            if self._claim(key) is None and isinstance(obj, PersistentVolumeClaim):
-                self._deleted_claims[key] = obj
-            self._enqueue("claim", key)
-        elif kind == "PersistentVolume":
-            name = obj.name
-            self._index_volume(name)
-            self._enqueue("volume", name)
-            if self._volume(name) is None and isinstance(obj, PersistentVolume) and obj.claim_ref:
-                # A deleted volume: its claim may now be lost.
-                cr = obj.claim_ref
-                self._enqueue("claim", f"{cr.get('namespace', '')}/{cr.get('name', '')}")
-        elif kind == "StorageClass":
-            # A new default class, or a class whose claims can now be provisioned.
-            for pvc in list(self._claims()):
-                if not pvc.volume_name:
-                    self._enqueue("claim", pvc.key)
-        else:
-            return
-        if self._running:
-            return
-        self._running = True
-        try:
-            steps = 0
-            while self._queue:
-                what, key = self._queue.popleft()
-                self._queued.discard((what, key))
-                steps += 1
-                if steps > self.MAX_STEPS:
-                    log.error("PV controller did not settle after %d steps; giving up", self.MAX_STEPS)
-                    self._queue.clear()
-                    self._queued.clear()
-                    break
-                try:
-                    if what == "claim":
-                        self._sync_claim(key)
-                    else:
-                        self._sync_volume(key)
-                except ApiError as e:  # a write lost a race: the next event retries
-                    log.debug("PV controller: syncing %s %s: %s", what, key, e)
-        finally:
-            self._running = False
-            self._deleted_claims.clear()
-
-    def _enqueue(self, what: str, key: str) -> None:
-        item = (what, key)
-        if item not in self._queued:
-            self._queued.add(item)
-            self._queue.append(item)
-
-    # ---- store access -------------------------------------------------------------------
-
-    def _claims(self) -> Iterable[PersistentVolumeClaim]:
-        return self.store._objects["PersistentVolumeClaim"].values()  # type: ignore[return-value]
+    # ---- reads and writes -----------------------------------------------------------------
 
     def _class(self, name: str) -> StorageClass | None:
-        return self.store._objects["StorageClass"].get(name)  # type: ignore[return-value]
+        sc = self.class_informer.get(name)
+        return sc if isinstance(sc, StorageClass) else None
 
     def _claim(self, key: str) -> PersistentVolumeClaim | None:
-        return self.store._objects["PersistentVolumeClaim"].get(key)  # type: ignore[return-value]
+        return self._claims.get(key)
 
     def _volume(self, name: str) -> PersistentVolume | None:
-        return self.store._objects["PersistentVolume"].get(name)  # type: ignore[return-value]
+        return self._volumes.get(name)
 
-    def _volumes_named(self, names: Iterable[str]) -> list[PersistentVolume]:
-        bucket = self.store._objects["PersistentVolume"]
-        return [pv for n in names if isinstance(pv := bucket.get(n), PersistentVolume)]
+    def _volumes_named(self, names: Any) -> list[PersistentVolume]:
+        vols = self._volumes
+        return [pv for n in names if (pv := vols.get(n)) is not None]
+
+    def _stored(self, obj: KubeObject) -> KubeObject:
+        """Take a write's result into the caches at once."""
+        if isinstance(obj, PersistentVolume):
+            self._volumes[obj.name] = obj
+            self._index_volume(obj.name)
+        elif isinstance(obj, PersistentVolumeClaim):
+            self._claims[obj.key] = obj
+            self._index_claim(obj.key)
+        return obj
 
     def _write(self, raw: dict[str, Any], subresource: str = "") -> KubeObject:
-        return self.store._update_unlocked(raw, subresource)
+        if subresource == "status":
+            return self._stored(self.client.update_status(raw))
+        return self._stored(self.client.update(raw))
 
     def _set_status(self, obj: KubeObject, **fields: Any) -> KubeObject:
         status = dict(obj.raw.get("status") or {})
@@ -346,7 +314,7 @@ class PVController:
         spec = pvc.raw.get("spec") or {}
         if spec.get("storageClassName") is not None or ANN_BETA_STORAGE_CLASS in pvc.annotations:
             return False
-        defaults = [sc for sc in self.store._objects["StorageClass"].values()
+        defaults = [sc for sc in self.class_informer.list()
                     if isinstance(sc, StorageClass) and _is_default_class(sc)]
         if not defaults:
             return False
@@ -359,14 +327,14 @@ class PVController:
 
     def _claim_deleted(self, key: str) -> None:
         """Volumes bound to a deleted claim get released (or deleted)."""
-        gone = self._deleted_claims.get(key)
+        gone = self._deleted_claims.pop(key, None)
         if gone is None:
             return  # never existed (a volume reserved for a claim not created yet)
         for pv in self._volumes_named(list(self._by_claim.get(key, {}))):
             uid = (pv.claim_ref or {}).get("uid")
             if uid and uid != gone.uid:
                 continue
-            self._enqueue("volume", pv.name)
+            self.queue.add(("volume", pv.name))
 
     def _bind(self, pv: PersistentVolume, pvc: PersistentVolumeClaim) -> None:
         """Both halves of a binding, each written only where it is not in place yet (upstream's
@@ -412,7 +380,7 @@ class PVController:
         affinity: dict[str, Any] | None = None
         selected = pvc.annotations.get(ANNOTATION_SELECTED_NODE)
         if selected:
-            node = self.store._objects["Node"].get(selected)
+            node = self.node_informer.get(selected)
             if not isinstance(node, Node):
                 # Provisioning fails: dropping the annotation tells the scheduler to retry.
                 raw = copy.deepcopy(pvc.raw)
@@ -444,11 +412,11 @@ class PVController:
         vac = _vac(pvc)
         if vac:
             spec["volumeAttributesClassName"] = vac
-        self.store._create_unlocked({
+        self._stored(self.client.create({
             "apiVersion": "v1", "kind": "PersistentVolume",
             "metadata": {"name": name, "annotations": {ANN_PROVISIONED_BY: sc.provisioner}},
             "spec": spec,
-        })
+        }))
 
     # ---- volumes --------------------------------------------------------------------------
 
@@ -460,7 +428,7 @@ class PVController:
             # Claims pre-bound to this volume (spec.volumeName) finish binding in their sync.
             pvc = self._claim(key)
             if pvc is not None and (not is_pvc_fully_bound(pvc) or pvc.phase != CLAIM_BOUND):
-                self._enqueue("claim", key)
+                self.queue.add(("claim", key))
         cr = pv.claim_ref
         if not cr:
             self._set_status(pv, phase=PHASE_AVAILABLE)
@@ -470,23 +438,23 @@ class PVController:
         if not cr.get("uid"):
             # Reserved for a claim that is not bound yet: the claim's sync binds it.
             self._set_status(pv, phase=PHASE_AVAILABLE)
-            self._enqueue("claim", claim_key)
+            self.queue.add(("claim", claim_key))
             return
         pvc = self._claim(claim_key)
         if pvc is None or pvc.uid != cr.get("uid"):
             if pv.reclaim_policy == "Delete":
-                self.store._delete_unlocked(PersistentVolume, pv, None)
+                self.client.delete("PersistentVolume", "", pv.name)
                 return
             if pv.phase not in (PHASE_RELEASED, PHASE_FAILED):
                 self._set_status(pv, phase=PHASE_RELEASED)
             return
         if not pvc.volume_name:
-            self._enqueue("claim", claim_key)
+            self.queue.add(("claim", claim_key))
             return
         if pvc.volume_name == pv.name:
             self._set_status(pv, phase=PHASE_BOUND)
             if not is_pvc_fully_bound(pvc):
-                self._enqueue("claim", claim_key)
+                self.queue.add(("claim", claim_key))
             return
         # The claim is bound to another volume: undo this volume's half of the binding.
         raw = copy.deepcopy(pv.raw)
