@@ -12,7 +12,7 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource, QueueingHint
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
-from ksched.scheduler.plugins.helper_nodeaffinity import NodeSelectorParseError, parse_int64
+from ksched.scheduler.plugins.helper import NodeSelectorParseError, parse_int64
 from ksched.scheduler.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,

@@ -12,7 +12,7 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource, QueueingHint
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
-from ksched.scheduler.plugins.helper_normalize import default_normalize_score
+from ksched.scheduler.plugins.helper import default_normalize_score
 from ksched.scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
 from ksched.testing import PluginRunner, make_node, make_pod
 

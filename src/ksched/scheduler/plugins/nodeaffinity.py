@@ -41,15 +41,15 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
-from ksched.scheduler.plugins.helper_nodeaffinity import (
+from ksched.scheduler.plugins.helper import (
     OBJECT_NAME_FIELD,
     CompiledNodeSelector,
     NodeSelectorParseError,
     PreferredSchedulingTerms,
     RequiredNodeAffinity,
+    default_normalize_score,
     get_required_node_affinity,
 )
-from ksched.scheduler.plugins.helper_normalize import default_normalize_score
 
 __all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_ENFORCED", "ERR_REASON_POD", "NodeAffinity"]
 

@@ -47,7 +47,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
-from ksched.scheduler.plugins.helper_normalize import default_normalize_score
+from ksched.scheduler.plugins.helper import default_normalize_score
 
 __all__ = ["ERR_REASON_NOT_MATCH", "ERR_REASON_UNTOLERATED", "TaintToleration"]
 

@@ -1,5 +1,6 @@
 """Node selectors as the scheduler evaluates them (upstream's
-``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``), reusable by every plugin that
+``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``, which upstream's
+``pkg/scheduler/framework/plugins/helper/node_affinity.go`` wraps), reusable by every plugin that
 needs a pod's required node affinity (NodeAffinity, PodTopologySpread's nodeAffinityPolicy, ...).
 
 Parsing follows upstream exactly: a term with no requirements matches nothing; a term whose

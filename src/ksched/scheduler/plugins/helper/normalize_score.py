@@ -1,4 +1,5 @@
-"""Score normalization shared by Score plugins (upstream's ``helper.DefaultNormalizeScore``)."""
+"""Score normalization shared by Score plugins (upstream's ``helper.DefaultNormalizeScore``,
+``pkg/scheduler/framework/plugins/helper/normalize_score.go``)."""
 
 from __future__ import annotations
 
