@@ -22,7 +22,7 @@ IN_TREE: dict[str, str] = {
     "NodeResourcesBalancedAllocation": "ksched.scheduler.plugins.noderesources.balanced_allocation:BalancedAllocation",
     "VolumeRestrictions": "ksched.scheduler.plugins.volumerestrictions:VolumeRestrictions",
     "NodeVolumeLimits": "ksched.scheduler.plugins.nodevolumelimits:NodeVolumeLimits",
-    "VolumeBinding": "ksched.scheduler.plugins.volumebinding:VolumeBinding",
+    "VolumeBinding": "ksched.scheduler.plugins.volumebinding.volume_binding:VolumeBinding",
     "VolumeZone": "ksched.scheduler.plugins.volumezone:VolumeZone",
     "PodTopologySpread": "ksched.scheduler.plugins.podtopologyspread:PodTopologySpread",
     "InterPodAffinity": "ksched.scheduler.plugins.interpodaffinity:InterPodAffinity",
