@@ -1073,7 +1073,7 @@ def test_normalize_gives_zero_to_ignored_nodes_and_skips_them_for_min_max() -> N
 
 def test_score_rounds_half_away_from_zero() -> None:
     # Six zones seeded: weight ln(8) = 2.0794...; counts 0/1/2 with maxSkew 1 round to 0/2/4.
-    from ksched.scheduler.plugins.podtopologyspread import _go_round, _round_half_away
+    from ksched.scheduler.plugins.podtopologyspread.scoring import _go_round, _round_half_away
 
     assert _go_round(2.5) == 3 and _go_round(0.5) == 1 and _go_round(1.4999999) == 1
     small = np.array([0.5, 1.5, 2.5, 2.4999, 0.0, 0.49999999999999994])

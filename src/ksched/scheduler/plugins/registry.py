@@ -24,7 +24,7 @@ IN_TREE: dict[str, str] = {
     "NodeVolumeLimits": "ksched.scheduler.plugins.nodevolumelimits:NodeVolumeLimits",
     "VolumeBinding": "ksched.scheduler.plugins.volumebinding.volume_binding:VolumeBinding",
     "VolumeZone": "ksched.scheduler.plugins.volumezone:VolumeZone",
-    "PodTopologySpread": "ksched.scheduler.plugins.podtopologyspread:PodTopologySpread",
+    "PodTopologySpread": "ksched.scheduler.plugins.podtopologyspread.plugin:PodTopologySpread",
     "InterPodAffinity": "ksched.scheduler.plugins.interpodaffinity:InterPodAffinity",
     "DefaultPreemption": "ksched.scheduler.plugins.defaultpreemption:DefaultPreemption",
     "ImageLocality": "ksched.scheduler.plugins.imagelocality:ImageLocality",

@@ -1,0 +1,303 @@
+"""The columnar index behind PodTopologySpread: topology domains as integer ids per snapshot row,
+and matching-pod counts per row and per domain kept across scheduling cycles. No upstream file:
+upstream's ``calPreFilterState`` and ``initPreScoreState`` (``filtering.go``, ``scoring.go``)
+walk every node's pods each cycle; here that walk is replaced by the arrays below, brought up to
+date from the rows that changed.
+
+- A node's topology domain for a key is an integer id (``_DomainIndex``), kept per snapshot row
+  by ``Snapshot.row_values`` and shared by every pod that spreads on that key; id 0 means the
+  node lacks the label.
+- Which domain a node's pods count toward for a constraint shape (keys required, inclusion
+  policies) is another per-row array kept by ``row_values`` (``_eligible_domains``).
+- Matching-pod counts per node row are cached per (namespace, selector), and their sums per
+  domain per (namespace, selector, constraint shape); both are updated only for rows whose node
+  generation changed since the previous cycle (``_RowCache``). Filter turns the per-domain counts
+  into a per-domain verdict and gathers it by row; Score gathers per-domain counts by row.
+
+Divergences from upstream, knowingly:
+
+- **Domain ids** are interned for the life of the process (a key's distinct values only grow).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.api.taints import Toleration
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.podtopologyspread.common import (
+    _Constraint,
+    _count_matching,
+    _required_affinity,
+    _RequiredAffinity,
+    _Selector,
+    _taints_tolerated,
+    _tolerations_key,
+)
+
+__all__: list[str] = []  # package-internal: shared by filtering.py and scoring.py
+
+
+# ---------------------------------------------------------------- topology domains
+
+
+class _DomainIndex:
+    """Topology values of one key -> dense ids (id 0: the node does not have the label)."""
+
+    __slots__ = ("ids", "values")
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.values: list[str | None] = [None]
+
+    def id_of(self, value: str) -> int:
+        i = self.ids.get(value)
+        if i is None:
+            i = self.ids[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+_DOMAINS: dict[str, _DomainIndex] = {}
+
+
+def _domain_index(key: str) -> _DomainIndex:
+    idx = _DOMAINS.get(key)
+    if idx is None:
+        idx = _DOMAINS.setdefault(key, _DomainIndex())
+    return idx
+
+
+def _domain_rows(snapshot: Snapshot, key: str) -> np.ndarray:
+    """Domain id of every snapshot row for ``key`` (0: label missing or free row)."""
+    idx = _domain_index(key)
+
+    def fn(ni: NodeInfo) -> int:
+        v = ni.node.labels.get(key) if ni.node is not None else None
+        return 0 if v is None else idx.id_of(v)
+
+    return snapshot.row_values(("PodTopologySpread.domain", key), fn, np.int64)
+
+
+def _gather(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``values[ids]`` where ids past the end (domains interned later) read 0."""
+    n = len(values)
+    if ids.size and int(ids.max()) >= n:
+        values = np.concatenate([values, np.zeros(int(ids.max()) + 1 - n, dtype=values.dtype)])
+    return values[ids]
+
+
+def _eligible_domains(snapshot: Snapshot, pod: Pod, c: _Constraint, required: tuple[str, ...],
+                      missing_as_empty: bool) -> tuple[tuple[Any, ...], np.ndarray]:
+    """For every snapshot row, the domain id (of ``c.topology_key``) its matching pods count
+    toward for ``pod``, or 0 when they do not count: the node lacks one of ``required`` or fails
+    ``c``'s inclusion policies. With ``missing_as_empty`` a node without the key counts toward the
+    domain ``""`` (upstream's scoring under system defaulting). Kept by ``Snapshot.row_values``,
+    so it is shared by pods with the same constraint shape and refreshed when nodes change."""
+    key = c.topology_key
+    aff: _RequiredAffinity | None = _required_affinity(pod) if c.honor_affinity else None
+    if aff is not None and aff.is_empty():
+        aff = None
+    tols: Sequence[Toleration] | None = pod.tolerations if c.honor_taints else None
+    rkey = ("PodTopologySpread.eligible", key, required, missing_as_empty,
+            aff.key if aff is not None else None, _tolerations_key(tols) if tols is not None else None)
+    idx = _domain_index(key)
+    empty_id = idx.id_of("") if missing_as_empty else 0
+
+    def fn(ni: NodeInfo) -> int:
+        node = ni.node
+        assert node is not None
+        labels = node.labels
+        for k in required:
+            if k not in labels:
+                return 0
+        if aff is not None and not aff.match(node):
+            return 0
+        if tols is not None and not _taints_tolerated(node, tols):
+            return 0
+        v = labels.get(key)
+        return empty_id if v is None else idx.id_of(v)
+
+    return rkey, snapshot.row_values(rkey, fn, np.int64)
+
+
+def _fit(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` zero-padded to at least ``n`` entries."""
+    if len(a) >= n:
+        return a
+    return np.concatenate([a, np.zeros(n - len(a), dtype=a.dtype)])
+
+
+# ---------------------------------------------------------------- matching-pod counts per row
+
+
+class _RowCounts:
+    """Matching pods per row for one (namespace, selector), with the generation counted at."""
+
+    __slots__ = ("counts", "gens", "synced_at", "version")
+
+    def __init__(self, n: int) -> None:
+        self.gens = np.full(n, -1, dtype=np.int64)
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.version = -1
+        self.synced_at = -1  # the snapshot generation every row was counted at (-1: not yet)
+
+    def fit(self, n: int) -> None:
+        if len(self.gens) < n:
+            extra = n - len(self.gens)
+            self.gens = np.concatenate([self.gens, np.full(extra, -1, dtype=np.int64)])
+            self.counts = np.concatenate([self.counts, np.zeros(extra, dtype=np.int64)])
+
+
+class _DomainSums:
+    """Matching pods and eligible nodes per domain id over all rows, for one (namespace,
+    selector, eligible-domain array); each row's contribution is replaced when its generation
+    changes. Index 0 collects the rows that do not count."""
+
+    __slots__ = ("gens", "nodes", "row_cnt", "row_dom", "sums", "synced_at", "version")
+
+    FULL_REBUILD = 256
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.synced_at = -1
+        self.gens = np.zeros(0, dtype=np.int64)
+        self.row_dom = np.zeros(0, dtype=np.int64)
+        self.row_cnt = np.zeros(0, dtype=np.int64)
+        self.sums = np.zeros(1, dtype=np.int64)
+        self.nodes = np.zeros(1, dtype=np.int64)
+
+    def refresh(self, gens: np.ndarray, row_dom: np.ndarray, counts: np.ndarray, size: int,
+                changed: np.ndarray | None = None) -> None:
+        """``changed``: the rows changed since the last refresh (a superset of those whose
+        generation differs), when the caller knows them."""
+        n = len(gens)
+        if len(self.gens) != n:
+            stale = None
+        else:
+            stale = changed if changed is not None else np.flatnonzero(self.gens != gens)
+            if not stale.size:
+                self.grow(size)
+                return
+            if stale.size > self.FULL_REBUILD:
+                stale = None
+        if stale is None:
+            dom = row_dom[:n].copy()
+            cnt = counts[:n].copy()
+            size = max(size, int(dom.max()) + 1 if n else 1)
+            self.sums = np.bincount(dom, weights=cnt, minlength=size).astype(np.int64)
+            self.nodes = np.bincount(dom, minlength=size).astype(np.int64)
+            self.row_dom, self.row_cnt, self.gens = dom, cnt, gens.copy()
+            return
+        self.grow(max(size, int(row_dom[stale].max()) + 1))
+        sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
+        for r in stale.tolist():
+            od = rd[r]
+            sums[od] -= rc[r]
+            nodes[od] -= 1
+            nd = row_dom[r]
+            nc = counts[r]
+            sums[nd] += nc
+            nodes[nd] += 1
+            rd[r] = nd
+            rc[r] = nc
+        self.gens[stale] = gens[stale]
+
+    def grow(self, size: int) -> None:
+        if len(self.sums) < size:
+            self.sums = _fit(self.sums, size)
+            self.nodes = _fit(self.nodes, size)
+
+
+class _RowCache:
+    """Per snapshot: matching pods per row for each (namespace, selector), and per-domain sums
+    for each (namespace, selector, eligible-domain array), recounted only on rows whose node
+    generation changed since they were last counted."""
+
+    MAX_ENTRIES = 128
+
+    def __init__(self) -> None:
+        self._snap: weakref.ReferenceType[Snapshot] | None = None
+        self._table: Any = None
+        self._gens_at: tuple[int, int] = (-1, -1)
+        self._gens = np.zeros(0, dtype=np.int64)
+        self._version = 0  # bumped whenever the row generations are re-read
+        self._counts: OrderedDict[tuple[Any, ...], _RowCounts] = OrderedDict()
+        self._sums: OrderedDict[tuple[Any, ...], _DomainSums] = OrderedDict()
+
+    def row_generations(self, snapshot: Snapshot) -> np.ndarray:
+        snap = self._snap() if self._snap is not None else None
+        if snap is not snapshot or self._table is not snapshot.table:
+            self._snap = weakref.ref(snapshot)
+            self._table = snapshot.table
+            self._counts.clear()
+            self._sums.clear()
+            self._gens_at = (-1, -1)
+        stamp = (snapshot.generation, len(snapshot.gen_array))
+        if stamp != self._gens_at:
+            self._gens = snapshot.gen_array
+            self._gens_at = stamp
+            self._version += 1
+        return self._gens
+
+    def counts(self, snapshot: Snapshot, namespace: str, selector: _Selector) -> np.ndarray:
+        """Matching pods by row (length ``len(snapshot.infos)``); do not modify."""
+        gens = self.row_generations(snapshot)
+        n = len(gens)
+        if selector.empty or selector.labels.is_nothing():
+            return np.zeros(n, dtype=np.int64)
+        key = (namespace, selector)
+        e = self._counts.get(key)
+        if e is None:
+            e = self._counts[key] = _RowCounts(n)
+            if len(self._counts) > self.MAX_ENTRIES:
+                self._counts.popitem(last=False)
+        else:
+            self._counts.move_to_end(key)
+            if e.version == self._version:
+                return e.counts[:n]
+            e.fit(n)
+        e.version = self._version
+        # Rows changed since the last count: the snapshot knows them (usually one or two).
+        stale = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else \
+            np.flatnonzero(e.gens[:n] != gens)
+        e.synced_at = snapshot.generation
+        if stale.size:
+            infos = snapshot.infos
+            counts = e.counts
+            for r in stale.tolist():
+                ni = infos[r]
+                counts[r] = _count_matching(ni.pods, selector, namespace) if ni is not None else 0
+            e.gens[stale] = gens[stale]
+        return e.counts[:n]
+
+    def domain_sums(self, snapshot: Snapshot, namespace: str, selector: _Selector, rkey: tuple[Any, ...],
+                    row_dom: np.ndarray, size: int) -> _DomainSums:
+        """Per-domain sums over all rows; ``row_dom`` from ``_eligible_domains`` (key ``rkey``)."""
+        counts = self.counts(snapshot, namespace, selector)
+        key = (namespace, selector, rkey)
+        e = self._sums.get(key)
+        if e is None:
+            e = self._sums[key] = _DomainSums()
+            if len(self._sums) > self.MAX_ENTRIES:
+                self._sums.popitem(last=False)
+        else:
+            self._sums.move_to_end(key)
+            if e.version == self._version:
+                e.grow(size)
+                return e
+        e.version = self._version
+        changed = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else None
+        e.synced_at = snapshot.generation
+        e.refresh(self._gens, row_dom, counts, size, changed)
+        return e

@@ -1,0 +1,251 @@
+"""PodTopologySpread's PreScore, Score and NormalizeScore (upstream's
+``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``).
+
+PreScore gathers the pod's soft (``ScheduleAnyway``) constraints, or the cluster default
+constraints when the pod has none, and returns Skip when there are none. The raw score is
+``round(sum_c(count_c * ln(size_c + 2) + maxSkew_c - 1))`` (``topology_normalizing_weight``),
+counting hostname constraints per node and the others per domain of the candidate nodes. Nodes
+missing a topology key are ignored (score 0) unless the constraints come from system
+defaulting. NormalizeScore gives ``100 * (max + min - s) / max`` (100 for all when
+``max == 0``). ``score_nodes`` gives the same raw scores for many rows at once, gathering the
+per-domain counts by row.
+
+``_Scoring`` holds these extension points; the plugin class (``plugin.py``) mixes it in, as
+upstream's methods of ``*PodTopologySpread`` in this file.
+
+Divergences from upstream, knowingly:
+
+- Score sums each constraint's term in constraint order in float64 as upstream does; Go may
+  fuse a multiply-add on some CPUs (arm64), NumPy does not, so a raw score sitting exactly on a
+  rounding boundary could differ by one there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.framework.cycle_state import CycleState, StateData
+from ksched.scheduler.framework.interface import MAX_NODE_SCORE, NodeList, PreScorePlugin, ScorePlugin
+from ksched.scheduler.framework.status import Status
+from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.podtopologyspread._index import (
+    _domain_index,
+    _domain_rows,
+    _eligible_domains,
+    _fit,
+    _gather,
+    _RowCache,
+)
+from ksched.scheduler.plugins.podtopologyspread.common import (
+    NAME,
+    SCHEDULE_ANYWAY,
+    _Constraint,
+    _count_matching,
+)
+
+__all__ = ["PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
+
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+class _PreScoreState(StateData):
+    """Per soft constraint: normalizing weight, and for non-hostname constraints the matching
+    pods per seeded domain (-1: not a domain of any candidate) with each domain's score term
+    ``count * weight + maxSkew - 1`` (0.0 at id 0, a node without the label). Hostname
+    constraints are counted per node in Score. Nodes to ignore, by row and by name."""
+
+    __slots__ = ("any_ignored", "constraints", "counts", "ignored_names", "ignored_rows", "namespace", "rounded",
+                 "terms", "weights")
+
+    def __init__(self, constraints: tuple[_Constraint, ...], counts: list[np.ndarray | None], weights: list[float],
+                 ignored_rows: np.ndarray, ignored_names: set[str], namespace: str) -> None:
+        self.constraints = constraints
+        self.counts = counts
+        self.weights = weights
+        self.ignored_rows = ignored_rows
+        self.ignored_names = ignored_names
+        self.any_ignored = bool(ignored_names)
+        self.namespace = namespace
+        self.terms: list[np.ndarray | None] = []
+        for c, cnt, w in zip(constraints, counts, weights, strict=True):
+            if cnt is None:
+                self.terms.append(None)
+                continue
+            t = np.maximum(cnt, 0).astype(np.float64) * w + float(c.max_skew - 1)
+            t[0] = 0.0
+            self.terms.append(t)
+        # One domain-scoped constraint: the rounded score is a function of the domain alone.
+        self.rounded: np.ndarray | None = None
+        if len(constraints) == 1 and self.terms[0] is not None:
+            self.rounded = _round_half_away(self.terms[0])
+
+    def domain_counts(self, i: int) -> dict[str, int]:
+        """Seeded domain value -> matching pods (upstream's TopologyValueToPodCounts[i])."""
+        counts = self.counts[i]
+        if counts is None:
+            return {}
+        idx = _domain_index(self.constraints[i].topology_key)
+        return {idx.values[d]: int(counts[d]) for d in np.flatnonzero(counts >= 0).tolist()}  # type: ignore[misc]
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    """Go's math.Round for non-negative values, exactly."""
+    if len(x) <= 32:
+        return np.array([_go_round(v) for v in x.tolist()], dtype=np.int64)
+    f = np.floor(x)
+    return (f + (x - f >= 0.5)).astype(np.int64)
+
+
+def _go_round(x: float) -> int:
+    f = math.floor(x)
+    return int(f + 1) if x - f >= 0.5 else int(f)
+
+
+def topology_normalizing_weight(size: int) -> float:
+    """ln(size + 2): counts of smaller topologies are not watered down by bigger ones."""
+    return math.log(size + 2)
+
+
+class _Scoring(PreScorePlugin, ScorePlugin):
+    """PreScore, Score and NormalizeScore of ``PodTopologySpread``, which provides the attributes
+    declared here."""
+
+    system_defaulted: bool
+    _rows: _RowCache
+    get_constraints: Callable[[Pod, str], tuple[_Constraint, ...]]
+    _snapshot: Callable[[], Snapshot | None]
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return Status.as_error("PodTopologySpread needs the framework's snapshot", self.name)
+        if snapshot.num_nodes == 0:
+            return Status.skip()
+        constraints = self.get_constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return Status.skip()
+        # Nodes must carry every topology key unless the constraints come from system
+        # defaulting (a node without a zone label still gets hostname spreading; its missing
+        # label reads as the value "").
+        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+        required = tuple(sorted({c.topology_key for c in constraints})) if require_all else ()
+        frows = nodes.rows
+        doms_f = [_domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
+        ignored_f = np.zeros(len(frows), dtype=bool)
+        if require_all:
+            for d in doms_f:
+                ignored_f |= d == 0
+        kept = ~ignored_f
+        n_kept = int(np.count_nonzero(kept))
+        counts: list[np.ndarray | None] = []
+        weights: list[float] = []
+        for c, df in zip(constraints, doms_f, strict=True):
+            if c.is_hostname:
+                # Counted per node in Score; the domains are the candidate nodes.
+                counts.append(None)
+                weights.append(topology_normalizing_weight(n_kept))
+                continue
+            rkey, row_dom = _eligible_domains(snapshot, pod, c, required, not require_all)
+            size = len(_domain_index(c.topology_key))
+            seeded_ids = df[kept]
+            if not require_all:
+                seeded_ids = np.where(seeded_ids == 0, _domain_index(c.topology_key).id_of(""), seeded_ids)
+            seeded = np.zeros(size, dtype=bool)
+            seeded[seeded_ids] = True
+            weights.append(topology_normalizing_weight(int(np.count_nonzero(seeded))))
+            # Matching pods of all nodes, in the domains of the candidates only.
+            ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
+            counts.append(np.where(seeded, _fit(ds.sums, size)[:size], -1))
+        ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
+        ignored_rows[frows[ignored_f]] = True
+        infos = snapshot.infos
+        ignored_names = {infos[r].name for r in frows[ignored_f].tolist()}  # type: ignore[union-attr]
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names,
+                                                        pod.namespace))
+        return None
+
+    def _pre_score_state(self, state: CycleState) -> _PreScoreState | Status:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return Status.as_error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found', self.name)
+        return s
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        s = self._pre_score_state(state)
+        if isinstance(s, Status):
+            return 0, s
+        node = node_info.node
+        if node is None:
+            return 0, Status.as_error("node not found", self.name)
+        if node.name in s.ignored_names:
+            return 0, None
+        labels = node.labels
+        total = 0.0
+        for i, c in enumerate(s.constraints):
+            v = labels.get(c.topology_key)
+            if v is None:
+                continue
+            if c.is_hostname:
+                cnt = _count_matching(node_info.pods, c.selector, pod.namespace)
+            else:
+                counts = s.counts[i]
+                assert counts is not None
+                d = _domain_index(c.topology_key).ids.get(v)
+                cnt = max(int(counts[d]), 0) if d is not None and d < len(counts) else 0
+            total += float(cnt) * s.weights[i] + float(c.max_skew - 1)
+        return _go_round(total), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
+        s = self._pre_score_state(state)
+        if isinstance(s, Status):
+            raise RuntimeError(s.message())
+        constraints = s.constraints
+        if s.rounded is not None:
+            out = _gather(s.rounded, _domain_rows(snapshot, constraints[0].topology_key)[rows])
+        else:
+            # Summed in constraint order, as upstream adds each term to the node's float score.
+            total = np.zeros(len(rows), dtype=np.float64)
+            for i, c in enumerate(constraints):
+                d = _domain_rows(snapshot, c.topology_key)[rows]
+                terms = s.terms[i]
+                if terms is not None:
+                    total += _gather(terms, d)
+                    continue
+                cnt = self._rows.counts(snapshot, s.namespace, c.selector)[rows]
+                total += np.where(d != 0, cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1), 0.0)
+            out = _round_half_away(total)
+        if s.any_ignored:
+            out[s.ignored_rows[rows]] = 0
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
+        s = self._pre_score_state(state)
+        if isinstance(s, Status):
+            return s
+        if len(scores) == 0:
+            return None
+        if not s.any_ignored:
+            min_score = int(scores.min())
+            max_score = max(int(scores.max()), 0)
+            if max_score == 0:
+                scores[:] = MAX_NODE_SCORE
+            else:
+                scores[:] = MAX_NODE_SCORE * (max_score + min_score - scores) // max_score
+            return None
+        ignored = _gather(s.ignored_rows, nodes.rows)
+        kept = ~ignored
+        if kept.any():
+            vals = scores[kept]
+            min_score = int(vals.min())
+            max_score = max(int(vals.max()), 0)
+            if max_score == 0:
+                scores[kept] = MAX_NODE_SCORE
+            else:
+                scores[kept] = MAX_NODE_SCORE * (max_score + min_score - vals) // max_score
+        scores[ignored] = 0
+        return None
