@@ -16,7 +16,13 @@ import numpy as np
 from ksched.api.pod import Pod
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
-from ksched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, NodeList, ScorePlugin
+from ksched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeList,
+    ScoreExtensions,
+    ScorePlugin,
+)
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
@@ -32,7 +38,7 @@ def _cost(ni: NodeInfo) -> int:
         return 0
 
 
-class CostAware(FilterPlugin, ScorePlugin, EnqueueExtensions):
+class CostAware(FilterPlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions):
     name = "CostAware"
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -19,6 +19,7 @@ from ksched.scheduler.cache.cache import Cache
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.config import PluginRef, PluginSet, Profile, parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.interface import ScoreExtensions, VectorizedFilter, VectorizedScore
 from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Status
 
@@ -214,10 +215,12 @@ class PluginRunner:
         if check_vectorized:
             rows = self.snapshot.order
             for p in self.fw.filter_plugins:
-                vec = getattr(p, "filter_nodes", None)
-                if vec is None or p.name in state.skip_filter_plugins:
+                if not isinstance(p, VectorizedFilter) or p.name in state.skip_filter_plugins:
                     continue
-                mask = np.asarray(vec(state, pod, self.snapshot, rows), dtype=bool)
+                got = p.filter_nodes(state, pod, self.snapshot, rows)
+                if got is None:
+                    continue  # declined for this pod
+                mask = np.asarray(got, dtype=bool)
                 for i, ni in enumerate(self.snapshot.all_nodes()):
                     per = p.filter(state, pod, ni)
                     assert bool(mask[i]) == (per is None or per.code == Code.SUCCESS), (
@@ -242,14 +245,12 @@ class PluginRunner:
                 out[p.name] = {}
                 continue
             per = np.asarray([p.score(state, pod, ni)[0] for ni in nl], dtype=np.int64)
-            vec = getattr(p, "score_nodes", None)
-            if vec is not None:
-                v = np.asarray(vec(state, pod, self.snapshot, rows), dtype=np.int64)
+            if isinstance(p, VectorizedScore):
+                v = np.asarray(p.score_nodes(state, pod, self.snapshot, rows), dtype=np.int64)
                 assert (v == per).all(), f"{p.name}: vectorized scores {v.tolist()} != per-node {per.tolist()}"
             scores = per.copy()
-            norm = getattr(p, "normalize_score", None)
-            if normalize and norm is not None:
-                s2 = norm(state, pod, nl, scores)
+            if normalize and isinstance(p, ScoreExtensions):
+                s2 = p.normalize_score(state, pod, nl, scores)
                 assert s2 is None or s2.code == Code.SUCCESS, f"{p.name}: normalize failed: {s2!r}"
             if weighted:
                 scores = scores * self.fw.score_weights[p.name]

@@ -33,6 +33,7 @@ from ksched.scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ReservePlugin,
+    ScoreExtensions,
     ScorePlugin,
 )
 from ksched.scheduler.framework.runtime import Framework
@@ -168,7 +169,7 @@ def fake_score(name: str, fn: Callable[[Pod, NodeInfo], int], *, normalize: Call
             for i, v in enumerate(out):
                 scores[i] = v
             return None
-        cls = type(name, (cls,), {"normalize_score": normalize_score})
+        cls = type(name, (cls, ScoreExtensions), {"normalize_score": normalize_score})
     cls.name = name
     cls.__name__ = cls.__qualname__ = name
     return cls

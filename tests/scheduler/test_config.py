@@ -35,6 +35,7 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
+    ScoreExtensions,
     ScorePlugin,
 )
 from ksched.scheduler.framework.runtime import Framework, FrameworkError
@@ -296,7 +297,7 @@ class _ScorePlugin2(_ScorePlugin1):
     name = "score-plugin-2"
 
 
-class _ScoreNormalize1(ScorePlugin):
+class _ScoreNormalize1(ScorePlugin, ScoreExtensions):
     name = "score-with-normalize-plugin-1"
     score = _IMPL["score"]
 

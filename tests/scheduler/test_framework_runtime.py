@@ -25,6 +25,7 @@ from ksched.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.runtime import MAX_PERMIT_TIMEOUT, Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
@@ -440,7 +441,7 @@ def test_pre_score_error():
 
 
 def test_vectorized_and_per_node_scores_agree():
-    class Vec(fake_score("Vec", lambda p, ni: int(ni.node.labels["s"]))):  # type: ignore[misc]
+    class Vec(fake_score("Vec", lambda p, ni: int(ni.node.labels["s"])), VectorizedScore):  # type: ignore[misc]
         def score_nodes(self, state, pod, snapshot, rows):
             return np.asarray([int(snapshot.infos[r].node.labels["s"]) for r in rows.tolist()])
 

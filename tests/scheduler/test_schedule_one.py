@@ -21,7 +21,9 @@ from core_helpers import (
 
 from ksched.scheduler.cache.cache import Cache
 from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.explanation import Explanation
 from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.interface import VectorizedFilter
 from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, fit_error_message
 from ksched.scheduler.framework.types import PodInfo
@@ -29,7 +31,6 @@ from ksched.scheduler.plugins.registry import Registry
 from ksched.scheduler.queue.nominator import Nominator
 from ksched.scheduler.schedule_one import (
     Algorithm,
-    Explanation,
     NoNodesAvailable,
     SchedulingError,
     num_feasible_nodes_to_find,
@@ -79,7 +80,7 @@ MatchFilter = fake_filter("MatchFilter", lambda p, ni: ni.name == p.name, reason
 Equal = fake_score("EqualPrioritizer", lambda p, ni: 1)
 
 
-class VecTrueFilter(TrueFilter):  # type: ignore[misc, valid-type]
+class VecTrueFilter(TrueFilter, VectorizedFilter):  # type: ignore[misc, valid-type]
     name = "VecTrueFilter"
 
     def filter_nodes(self, state, pod, snapshot, rows):
@@ -426,7 +427,7 @@ def test_nominated_pass_verdicts_are_remembered_while_nothing_changes():
     s.fw.nominator.add(vip, "a")
     for i in range(5):
         assert s.schedule(make_pod(f"p{i}", priority=10, requests={"cpu": "300m"})).suggested_host == "b"
-    assert len(s.fw.nominated_verdicts) == 1  # one question, asked five times
+    assert len(s.fw.row_cache._nominated) == 1  # one question, asked five times
     # A smaller pod fits beside the nominated one: a different key, a different answer.
     hosts = {s.schedule(make_pod(f"s{i}", priority=10, requests={"cpu": "100m"})).suggested_host for i in range(20)}
     assert hosts == {"a", "b"}

@@ -70,11 +70,11 @@ def test_unknown_workload_is_an_error() -> None:
 
 
 def test_breakdown_times_the_phases_and_restores_the_methods() -> None:
-    from ksched.scheduler.scheduler import Scheduler
+    from ksched.scheduler.schedule_one import ScheduleOne
 
-    before = Scheduler.__dict__["schedule_one"]
+    before = ScheduleOne.__dict__["schedule_one"]
     out = run_workload(WORKLOADS["SchedulingBasic"](), "small", nodes=30, measured=40, init=10, phases=True)
-    assert Scheduler.__dict__["schedule_one"] is before
+    assert ScheduleOne.__dict__["schedule_one"] is before
     b = out["breakdown_us_per_pod"]
     assert set(b) >= {"schedule_one", "schedule_pod", "find_feasible", "score", "bindings", "bind", "event",
                       "informers"}

@@ -36,7 +36,7 @@ from ksched.api.errors import ApiError, BindingConflict, NotFound
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
-from ksched.scheduler.scheduler import pod_with_node
+from ksched.scheduler.schedule_one import pod_with_node
 
 __all__ = ["BindingWebhook", "WEBHOOK_NAME"]
 

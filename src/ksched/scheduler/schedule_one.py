@@ -1,30 +1,60 @@
-"""One scheduling attempt, as upstream's schedule_one.go: find the nodes that fit (with the
-adaptive percentage of nodes to score and the rotating start index), score them, pick the
-host, reserve, permit, assume; then the binding cycle. Vectorized Filter/Score forms are used
-where plugins provide them; ``Framework.vectorize = False`` forces the per-node forms."""
+"""One scheduling attempt, as upstream's ``schedule_one.go``: ScheduleOne pops a pod and runs
+its scheduling cycle -- schedulePod (PreFilter, Filter with the adaptive number of nodes to find
+and the rotating start index, PostFilter on failure, PreScore, Score, select host), then
+Reserve, Permit and assume -- and hands it to its binding cycle (WaitOnPermit, PreBind, Bind,
+PostBind), which runs right after it (single-threaded) or on a thread pool. Failures anywhere
+unreserve, forget the assumed pod, record the pod's condition and event, and requeue it.
+
+:class:`ScheduleOne` holds these as methods of :class:`ksched.scheduler.scheduler.Scheduler`
+(upstream defines them on ``*Scheduler`` in this file too); which nodes pass Filter is
+``feasible_nodes.FeasibleNodeFinder``.
+"""
 
 from __future__ import annotations
 
+import logging
+import queue as _queue
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ksched.api.errors import ApiError, BindingConflict
+from ksched.api.meta import format_time
 from ksched.api.pod import Pod
+from ksched.scheduler.cache.cache import Cache, CacheError
 from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.explanation import Explanation
+from ksched.scheduler.feasible_nodes import FeasibleNodeFinder, FilterError
 from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.events import ASSIGNED_POD_DELETE
+from ksched.scheduler.framework.interface import ExplainedPostFilter, PostFilterResult
 from ksched.scheduler.framework.runtime import Framework
-from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status
-from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, fit_error_message
+from ksched.scheduler.framework.types import PodInfo, QueuedPodInfo
+from ksched.scheduler.metrics import SchedulerMetrics
+from ksched.scheduler.queue.scheduling_queue import PriorityQueue
+from ksched.scheduler.recorder import EventRecorder
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
+    "Algorithm",
+    "BindingTask",
+    "NoNodesAvailable",
+    "ScheduleOne",
     "ScheduleResult",
+    "SchedulingError",
     "num_feasible_nodes_to_find",
+    "pod_with_node",
 ]
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -52,281 +82,35 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+REASON_UNSCHEDULABLE = "Unschedulable"
+# Upstream's clearNominatedNode: a failure outside PostFilter drops the pod's nomination.
+CLEAR_NOMINATION = PostFilterResult("", PostFilterResult.MODE_OVERRIDE)
+REASON_SCHEDULER_ERROR = "SchedulerError"
+
+
 @dataclass(slots=True)
-class Explanation:
-    """The decision record of one attempt (kube-scheduler-simulator style)."""
-
-    filters: dict[str, Any] = field(default_factory=dict)
-    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
-    selected: str | None = None
-    message: str = ""
-    preemption: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {"filter": self.filters, "score": self.scores, "selectedNode": self.selected,
-             "message": self.message}
-        if self.preemption is not None:
-            d["preemption"] = self.preemption
-        return d
+class BindingTask:
+    fw: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    assumed: Pod
+    host: str
+    start: float
+    status: Status | None = None
+    done: bool = False
+    permit_passed: bool = False  # past WaitOnPermit: the pod is no longer in flight (upstream's Done)
 
 
-class FeasibleNodeFinder:
-    """Finds feasible nodes for one pod on one snapshot."""
-
-    def __init__(self, fw: Framework, snapshot: Snapshot) -> None:
-        self.fw = fw
-        self.snapshot = snapshot
-
-    def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
-             diagnosis: Diagnosis, explain: Explanation | None, rotation: int | None = None) -> tuple[np.ndarray, int]:
-        """Rows (in ``rows`` order) of up to ``num_to_find`` feasible nodes, and how many nodes
-        were processed. Fills ``diagnosis`` for the processed nodes that failed, but only when
-        none fit (statuses are only needed then) or when explaining."""
-        fw = self.fw
-        snap = self.snapshot
-        infos = snap.infos
-        n = len(rows)
-        if n == 0:
-            return rows, 0
-        skip = state.skip_filter_plugins
-        plugins = [p for p in fw.filter_plugins if p.name not in skip]
-        forms = fw.filter_forms()
-        cached_plugins = [p for p in plugins if forms[p.name] == "cached"]
-        vec_plugins = [p for p in plugins if forms[p.name] == "vector"]
-        node_plugins = [p for p in plugins if forms[p.name] == "node"]
-        # masks: per plugin, by position in ``rows`` (the cached plugins' only when diagnosing).
-        masks: dict[str, np.ndarray] = {}
-        if cached_plugins:
-            mask = fw.row_cache.combined_filter_mask(cached_plugins, state, pod, snap)[rows]
-        else:
-            mask = np.ones(n, dtype=bool)
-        per_node_now: set[str] = set()
-        for p in vec_plugins:
-            m = p.filter_nodes(state, pod, snap, rows)  # type: ignore[attr-defined]
-            if m is None:
-                per_node_now.add(p.name)  # the plugin's vectorized form declined this pod
-                continue
-            masks[p.name] = m
-            mask &= m
-        if per_node_now:
-            node_plugins = [p for p in plugins if forms[p.name] == "node" or p.name in per_node_now]
-        # Nodes with nominated pods are evaluated per node, twice (with and without them).
-        # A node the vectorized filters already reject fails the second pass (without the
-        # nominated pods) anyway, so only nodes they accept need the per-node passes.
-        nominated_pos: set[int] = set()
-        nominated_of: dict[int, list[Any]] = {}
-        nom = fw.nominator
-        if nom is not None and len(nom):
-            for node_name in list(nom.by_node):
-                r = snap.row_of.get(node_name)
-                if r is None:
-                    continue
-                if rotation is not None:
-                    # ``rows`` is the snapshot's order rotated left by ``rotation``.
-                    i = snap.position_in_order.get(r)
-                    if i is None:
-                        continue
-                    pos = (i - rotation) % n
-                else:
-                    at = np.flatnonzero(rows == r)
-                    if not len(at):
-                        continue
-                    pos = int(at[0])
-                if not mask[pos]:
-                    continue
-                to_add = fw.nominated_pods_to_add(pod, node_name)
-                if to_add:
-                    nominated_pos.add(pos)
-                    nominated_of[pos] = to_add
-        statuses: dict[int, Status] = {}  # position -> status of a node checked per node
-        feasible: list[int] = []
-        processed = n
-        if not node_plugins:
-            errors: dict[int, Status] = {}
-            if nominated_pos:
-                # Only the nodes with nominated pods need a per-node pass (with those pods).
-                # When every Filter plugin is row-local, its verdict depends only on the node's
-                # generation, the nominated pods and the pod's keys: remembered across cycles
-                # (replicas of one template ask the same question until the node changes).
-                keys = tuple(p.row_local_key(pod) for p in cached_plugins) if not vec_plugins else None
-                verdicts = fw.nominated_verdicts
-                for pos in sorted(nominated_pos):
-                    r = int(rows[pos])
-                    ni = infos[r]
-                    assert ni is not None
-                    ck = None
-                    if keys is not None:
-                        ck = (r, snap.generations[r], keys,
-                              tuple((pi.pod.uid, pi.pod.resource_version) for pi in nominated_of[pos]))
-                    if ck is not None and ck in verdicts:
-                        st = verdicts[ck]
-                    else:
-                        # Every Filter plugin is in ``mask`` here, and it accepted the node: only
-                        # the pass with the nominated pods is left.
-                        st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, passes_without=True)
-                        if ck is not None and (st is None or st.code != Code.ERROR):
-                            if len(verdicts) >= 4096:
-                                verdicts.clear()
-                            verdicts[ck] = st
-                    if st is not None:
-                        mask[pos] = False  # ``mask`` is this call's own array
-                        if st.code == Code.ERROR:
-                            errors[pos] = st
-                        else:
-                            statuses[pos] = st
-            idx = np.flatnonzero(mask)
-            if len(idx) >= num_to_find:
-                idx = idx[:num_to_find]
-                processed = int(idx[-1]) + 1
-            for pos in sorted(errors):
-                if pos < processed:  # a node the ordered walk would have reached
-                    raise _FilterError(errors[pos])
-            feasible_rows = rows[idx]
-        else:
-            cand = np.flatnonzero(mask).tolist()
-            if nominated_pos:
-                cand = sorted(set(cand) | nominated_pos)
-            processed = n
-            for pos in cand:
-                ni = infos[int(rows[pos])]
-                assert ni is not None
-                if pos in nominated_pos:
-                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
-                else:
-                    st = _run_node_plugins(node_plugins, state, pod, ni)
-                if st is None:
-                    feasible.append(pos)
-                    if len(feasible) >= num_to_find:
-                        processed = pos + 1
-                        break
-                else:
-                    if st.code == Code.ERROR:
-                        raise _FilterError(st)
-                    statuses[pos] = st
-            feasible_rows = rows[np.asarray(feasible, dtype=np.int64)] if feasible else rows[:0]
-        if len(feasible_rows) == 0 or explain is not None:
-            for p in cached_plugins:
-                masks[p.name] = fw.row_cache.filter_mask(p, state, pod, snap)[rows]
-            self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plugins, masks, statuses,
-                           nominated_pos, diagnosis, explain, feasible_rows)
-        return feasible_rows, processed
-
-    def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
-                  masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
-                  diagnosis: Diagnosis, explain: Explanation | None, feasible_rows: np.ndarray) -> None:
-        """Per-node status of every processed node that failed (every node, when explaining):
-        the first plugin (in order) that rejects it, with that plugin's reasons."""
-        limit = len(rows) if explain is not None else processed
-        result = self._first_rejections(state, pod, rows[:limit], plugins, masks, statuses, nominated_pos,
-                                        feasible_rows)
-        infos = self.snapshot.infos
-        names = [infos[r].name for r in rows[:limit].tolist()]  # type: ignore[union-attr]
-        record = processed if len(feasible_rows) else limit
-        node_to_status = diagnosis.node_to_status
-        seen: dict[int, Status] = {}
-        for pos, (name, st) in enumerate(zip(names, result)):
-            if explain is not None:
-                # None: feasible, or feasible beyond the nodes the cycle needed to find.
-                explain.filters[name] = "passed" if st is None else \
-                    {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
-            if st is not None and pos < record:
-                node_to_status[name] = st
-                seen[id(st)] = st
-        for st in seen.values():
-            diagnosis.add_plugin_of(st)
-
-    def _first_rejections(self, state: CycleState, pod: Pod, pos_rows: np.ndarray, plugins: Sequence[Any],
-                          masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
-                          feasible_rows: np.ndarray) -> list[Status | None]:
-        """For each of ``pos_rows``, the status of the first plugin (in order) that rejects it, or
-        None. A plugin at a time over all undecided nodes rather than a node at a time, with
-        plugins' ``filter_statuses`` answering for many nodes at once; nodes with nominated pods
-        report the pass with them, as upstream."""
-        fw = self.fw
-        snap = self.snapshot
-        infos = snap.infos
-        limit = len(pos_rows)
-        result: list[Status | None] = [None] * limit
-        undecided = np.ones(limit, dtype=bool)
-        if len(feasible_rows):
-            undecided &= ~np.isin(pos_rows, feasible_rows)
-        for pos, st in statuses.items():
-            if pos < limit:
-                result[pos] = st
-                undecided[pos] = False
-        # Nodes with nominated pods report the first pass's status (with them), as upstream,
-        # even where the vectorized filters alone already rejected the node.
-        per_node_nominated = {pos for pos in nominated_pos if pos < limit}
-        nom = fw.nominator
-        if nom is not None and len(nom):
-            pos_of = {int(r): i for i, r in enumerate(pos_rows.tolist())}
-            for node_name in list(nom.by_node):
-                r = snap.row_of.get(node_name)
-                pos = pos_of.get(r) if r is not None else None
-                if pos is not None and fw.nominated_pods_to_add(pod, node_name):
-                    per_node_nominated.add(pos)
-        for pos in sorted(per_node_nominated):
-            if not undecided[pos]:
-                continue
-            ni = infos[int(pos_rows[pos])]
-            assert ni is not None
-            result[pos] = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
-            undecided[pos] = False
-        remaining = np.flatnonzero(undecided)
-        for p in plugins:
-            if not len(remaining):
-                break
-            m = masks.get(p.name)
-            if m is not None:
-                passed = m[remaining]
-                failing = remaining[~passed]
-                keep = remaining[passed]
-            else:
-                failing = remaining
-                keep = remaining[:0]
-            if not len(failing):
-                remaining = keep
-                continue
-            still: list[int] = []
-            for pos, st in zip(failing.tolist(), self._statuses_of(p, state, pod, pos_rows[failing])):
-                if st is None or st.code == Code.SUCCESS:
-                    still.append(pos)  # the per-node form lets it through: the next plugins decide
-                else:
-                    result[pos] = st
-            remaining = np.union1d(keep, np.asarray(still, dtype=np.int64)) if still else keep
-        return result
-
-    def _statuses_of(self, p: Any, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
-        """Plugin ``p``'s Filter status (plugin name set; None when it passes) on each row."""
-        vec = getattr(p, "filter_statuses", None) if self.fw.vectorize else None
-        if vec is not None and len(rows) > 1:
-            got = vec(state, pod, self.snapshot, rows)
-            if got is not None:
-                which, distinct = got
-                named: list[Status | None] = [st.with_plugin(p.name) for st in distinct]
-                named.append(None)  # which == -1: passes
-                return [named[k] for k in which.tolist()]
-        infos = self.snapshot.infos
-        out: list[Status | None] = []
-        for r in rows.tolist():
-            st = p.filter(state, pod, infos[r])
-            out.append(st.with_plugin(p.name) if st is not None and st.code != Code.SUCCESS else None)
-        return out
-
-class _FilterError(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
-
-
-def _run_node_plugins(plugins: Sequence[Any], state: CycleState, pod: Pod, ni: NodeInfo) -> Status | None:
-    for p in plugins:
-        st = p.filter(state, pod, ni)
-        if st is not None and st.code != Code.SUCCESS:
-            if st.code == Code.ERROR or st.is_rejected():
-                return st.with_plugin(p.name)
-            return Status.as_error(f"plugin {p.name} returned an unexpected status {st!r}", p.name)
-    return None
+def pod_with_node(pod: Pod, node_name: str) -> Pod:
+    """The assumed copy of a pod: spec.nodeName set (the stored object is untouched)."""
+    p = pod.shallow_copy()
+    raw = dict(pod.raw)
+    spec = dict(raw.get("spec") or {})
+    spec["nodeName"] = node_name
+    raw["spec"] = spec
+    p.raw = raw
+    p.node_name = node_name
+    return p
 
 
 class Algorithm:
@@ -435,7 +219,7 @@ class Algorithm:
         try:
             feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain,
                                               rotation=start if rows is snapshot.order else None)
-        except _FilterError as e:
+        except FilterError as e:
             self.next_start_node_index %= num_all
             raise SchedulingError(e.status) from e
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
@@ -452,3 +236,328 @@ class SchedulingError(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message())
         self.status = status
+
+
+class ScheduleOne:
+    """The scheduling and binding cycles, as methods of the Scheduler (which provides the
+    attributes declared here)."""
+
+    client: Any
+    cache: Cache
+    snapshot: Snapshot
+    queue: PriorityQueue
+    informers: Any
+    profiles: dict[str, Framework]
+    metrics: SchedulerMetrics
+    algorithm: Algorithm
+    explain_enabled: bool
+    explanations: dict[str, Explanation]
+    record_attempts: bool
+    attempts: dict[str, int]
+    scheduled: int
+    failed_attempts: int
+    metrics_observer: Callable[[float], None] | None
+    clock: Any
+    _executor: ThreadPoolExecutor | None
+    _binding_tasks: deque[BindingTask]
+    _completed: _queue.SimpleQueue[BindingTask]
+    _inflight_bindings: int
+    _wake: Any
+    _attempt_counters: dict[tuple[str, str], Any]
+    _recorder: Callable[[Pod], EventRecorder]
+    responsible_for: Callable[[Pod], bool]
+
+    # ---------------------------------------------------------------- the scheduling cycle
+
+    def schedule_one(self) -> bool:
+        """Pop one pod and run its scheduling cycle. False when no pod was ready."""
+        qpi = self.queue.pop()
+        if qpi is None:
+            return False
+        pod = qpi.pod
+        fw = self.profiles.get(pod.scheduler_name)
+        if fw is None or self._skip(pod):
+            self.queue.done(pod)
+            return True
+        start = time.perf_counter()
+        if self.record_attempts:
+            self.attempts[pod.key] = qpi.attempts
+        self.cache.update_snapshot(self.snapshot)
+        state = CycleState()
+        explain = Explanation() if self.explain_enabled else None
+        try:
+            result = self.algorithm.schedule_pod(fw, state, pod, self.snapshot, explain)
+        except FitError as fe:
+            # Upstream: clearNominatedNode unless a PostFilter plugin ran (then its result, if any).
+            nominating: PostFilterResult | None = None if fw.has_post_filter_plugins() else CLEAR_NOMINATION
+            if fw.has_post_filter_plugins():
+                res, st = fw.run_post_filter(state, pod, fe.diagnosis)
+                if st.code != Code.SUCCESS or res is None or not res.nominated_node_name:
+                    fe.diagnosis.post_filter_msg = st.message()
+                if res is not None and res.mode != PostFilterResult.MODE_NOOP:
+                    nominating = res
+            if explain is not None:
+                for p in fw.points["postFilter"]:
+                    decision = p.last_decision if isinstance(p, ExplainedPostFilter) else None
+                    if decision is not None:
+                        explain.preemption = decision.to_dict()
+            qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
+            msg = str(fe)
+            if explain is not None:
+                explain.message = msg
+                self.explanations[pod.key] = explain
+            self._record_attempt(fw, "unschedulable", start)
+            self._handle_failure(fw, qpi, Status(Code.UNSCHEDULABLE, msg), REASON_UNSCHEDULABLE, nominating)
+            return True
+        except (SchedulingError, NoNodesAvailable) as e:
+            msg = str(e)
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            if explain is not None:
+                explain.message = msg
+                self.explanations[pod.key] = explain
+            if isinstance(e, NoNodesAvailable):
+                # Upstream: UnschedulableAndUnresolvable (reason Unschedulable), no rejector plugin.
+                self._record_attempt(fw, "unschedulable", start)
+                self._handle_failure(fw, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg),
+                                     REASON_UNSCHEDULABLE, CLEAR_NOMINATION)
+                return True
+            self._record_attempt(fw, "error", start)
+            self._handle_failure(fw, qpi, Status.as_error(msg), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
+            return True
+        if explain is not None:
+            self.explanations[pod.key] = explain
+        host = result.suggested_host
+        assumed = pod_with_node(pod, host)
+        try:
+            self.cache.assume_pod(assumed)
+        except CacheError as e:
+            self._record_attempt(fw, "error", start)
+            self._handle_failure(fw, qpi, Status.as_error(str(e)), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
+            return True
+        self.queue.nominator.delete(pod)
+        st = fw.run_reserve(state, assumed, host)
+        if st is not None:
+            fw.run_unreserve(state, assumed, host)
+            self._forget(assumed)
+            self._fail_after_assume(fw, qpi, st, start, host)
+            return True
+        st = fw.run_permit(state, assumed, host)
+        if st is not None and st.code != Code.WAIT:
+            fw.run_unreserve(state, assumed, host)
+            self._forget(assumed)
+            self._fail_after_assume(fw, qpi, st, start, host)
+            return True
+        self._record_attempt(fw, "scheduled", start)
+        task = BindingTask(fw, state, qpi, assumed, host, start)
+        if self._executor is not None:
+            self._inflight_bindings += 1
+            self._executor.submit(self._run_binding_in_thread, task)
+        else:
+            self._binding_tasks.append(task)
+        return True
+
+    def _skip(self, pod: Pod) -> bool:
+        if pod.deletion_timestamp is not None:
+            self._recorder(pod).event(pod, "Warning", "FailedScheduling", "Scheduling",
+                              f"skip schedule deleting pod: {pod.namespace}/{pod.name}")
+            return True
+        return self.cache.is_assumed(pod)
+
+    def _forget(self, assumed: Pod) -> None:
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as e:
+            log.error("scheduler cache forget_pod failed: %s", e)
+
+    def _fail_after_assume(self, fw: Framework, qpi: QueuedPodInfo, st: Status, start: float,
+                           host: str = "") -> None:
+        if st.is_rejected():
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin and st.code != Code.PENDING else set()
+            qpi.pending_plugins = {st.plugin} if st.plugin and st.code == Code.PENDING else set()
+            self._record_attempt(fw, "unschedulable", start)
+            # Upstream wraps a Reserve/Permit rejection in a FitError over the one chosen node.
+            d = Diagnosis()
+            d.node_to_status[host] = st
+            st = Status(st.code, fit_error_message(1, d), plugin=st.plugin)
+            self._handle_failure(fw, qpi, st, REASON_UNSCHEDULABLE, CLEAR_NOMINATION)
+        else:
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            self._record_attempt(fw, "error", start)
+            self._handle_failure(fw, qpi, st, REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
+
+    def _record_attempt(self, fw: Framework, result: str, start: float) -> None:
+        key = (result, fw.profile_name)
+        c = self._attempt_counters.get(key)
+        if c is None:
+            c = self._attempt_counters[key] = (self.metrics.schedule_attempts.labels(result, fw.profile_name),
+                                               self.metrics.attempt_duration.labels(result, fw.profile_name))
+        d = time.perf_counter() - start
+        c[0].inc()
+        c[1].observe(d)
+        if self.metrics_observer is not None:
+            self.metrics_observer(d)
+        if result != "scheduled":
+            self.failed_attempts += 1
+
+    # ---------------------------------------------------------------- the binding cycle
+
+    def _binding_cycle(self, task: BindingTask) -> Status | None:
+        fw, state, pod, host = task.fw, task.state, task.assumed, task.host
+        st = fw.wait_on_permit_result(pod)
+        if st is not None:
+            return st
+        task.permit_passed = True
+        pf = fw.run_pre_bind_pre_flights(state, pod, host)
+        if pf is not None and pf.code not in (Code.SUCCESS, Code.SKIP):
+            return pf
+        if pf is None:
+            st = fw.run_pre_bind(state, pod, host)
+            if st is not None:
+                return st
+        st = fw.run_bind(state, pod, host)
+        if st is not None:
+            return st
+        fw.run_post_bind(state, pod, host)
+        return None
+
+    def _run_binding_in_thread(self, task: BindingTask) -> None:
+        try:
+            wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
+            while wp is not None and not wp.resolved:
+                wp.wait(0.5)
+                now = self.clock.now()
+                wp.check_timeout(now)
+            task.status = self._binding_cycle(task)
+        except Exception as e:  # a plugin's crash fails this binding, not the scheduler
+            log.exception("binding cycle crashed")
+            task.status = Status.as_error(e)
+        task.done = True
+        self._completed.put(task)
+        self._wake.set()
+
+    def run_bindings(self) -> int:
+        """Single-threaded mode: run the binding cycles whose pods are not waiting at Permit."""
+        n = 0
+        tasks = self._binding_tasks
+        for _ in range(len(tasks)):
+            task = tasks.popleft()
+            wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
+            if wp is not None and not wp.resolved:
+                tasks.append(task)
+                continue
+            try:
+                task.status = self._binding_cycle(task)
+            except Exception as e:
+                log.exception("binding cycle crashed")
+                task.status = Status.as_error(e)
+            self._complete_binding(task)
+            n += 1
+        return n
+
+    def _drain_completed(self) -> int:
+        n = 0
+        while True:
+            try:
+                task = self._completed.get_nowait()
+            except _queue.Empty:
+                return n
+            self._inflight_bindings -= 1
+            self._complete_binding(task)
+            n += 1
+
+    def _complete_binding(self, task: BindingTask) -> None:
+        pod = task.assumed
+        if task.status is None or task.permit_passed:
+            # Upstream calls Done once WaitOnPermit passes; a pod rejected while waiting is still
+            # in flight, so the events seen meanwhile decide where it goes back to.
+            self.queue.done(pod)
+        if task.status is None:
+            self.cache.finish_binding(pod)
+            self.scheduled += 1
+            self._recorder(pod).event(task.qpi.pod, "Normal", "Scheduled", "Binding",
+                              f"Successfully assigned {pod.namespace}/{pod.name} to {task.host}")
+            return
+        st = task.status
+        task.fw.run_unreserve(task.state, pod, task.host)
+        self._forget(pod)
+        qpi = task.qpi
+        err = st.error
+        if isinstance(err, BindingConflict):
+            # The conflict resolver refused: another instance took the room. Fail fast, retry now,
+            # with no backoff penalty: the informer shows the other binding by the next attempt.
+            self.metrics.binding_conflicts.inc()
+            self._recorder(pod).event(qpi.pod, "Warning", "FailedScheduling", "Scheduling",
+                              f"Binding rejected: {err.message}")
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            self.queue.requeue_after_conflict(qpi)
+            return
+        if isinstance(err, ApiError):
+            self.metrics.binding_errors.inc()
+        if st.is_rejected():
+            # Deferred and without the pod itself, as upstream (its own hints would requeue it).
+            self._fail_after_assume(task.fw, qpi, st, task.start, task.host)
+            others = [q for q in self.queue.unschedulable.values() if q is not qpi]
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None, others)
+            return
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+        self._fail_after_assume(task.fw, qpi, st, task.start, task.host)
+
+    # ---------------------------------------------------------------- failures
+
+    def _handle_failure(self, fw: Framework, qpi: QueuedPodInfo, st: Status, reason: str,
+                        nominating: PostFilterResult | None) -> None:
+        pod = qpi.pod
+        msg = st.message()
+        self._recorder(pod).event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
+        inf = self.informers.informers.get("Pod")
+        cached = inf.get(pod.key) if inf is not None else None
+        nominated = ""
+        if cached is None or (cached.uid and pod.uid and cached.uid != pod.uid):
+            # Deleted meanwhile: nothing to requeue.
+            self.queue.done(pod)
+            return
+        assert isinstance(cached, Pod)
+        if cached.node_name:
+            self.queue.done(pod)
+            return
+        if not self.responsible_for(cached):
+            # Handed to another scheduler meanwhile (another instance): its verdict, not ours.
+            self.queue.done(pod)
+            return
+        if cached is not pod:
+            qpi.pod_info = PodInfo(cached)
+        self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        if nominating is not None and nominating.mode == PostFilterResult.MODE_OVERRIDE:
+            # Reserve (or clear) the nominated node in memory now, before the status patch
+            # comes back through the informer.
+            nominated = nominating.nominated_node_name
+            if nominated:
+                self.queue.nominator.add(qpi.pod_info, nominated)
+            else:
+                self.queue.nominator.delete(qpi.pod)
+        self._update_pod_status(cached, reason, msg, nominated, nominating is not None)
+
+    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated: str, set_nominated: bool) -> None:
+        cond = pod.condition("PodScheduled")
+        same = cond is not None and cond.get("status") == "False" and cond.get("reason") == reason and \
+            cond.get("message") == message
+        nn_change = set_nominated and pod.nominated_node_name != nominated
+        if same and not nn_change:
+            return
+        patch: dict[str, Any] = {"status": {}}
+        if not same:
+            ltt = cond.get("lastTransitionTime") if cond is not None and cond.get("status") == "False" else None
+            patch["status"]["conditions"] = [{
+                "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                "lastProbeTime": None, "lastTransitionTime": ltt or format_time(self.clock.now())}]
+        if nn_change:
+            patch["status"]["nominatedNodeName"] = nominated or None
+        try:
+            self.client.patch("Pod", pod.namespace, pod.name, patch, "application/strategic-merge-patch+json",
+                              "status")
+        except ApiError as e:
+            log.debug("updating the status of %s failed: %s", pod.key, e)

@@ -20,14 +20,14 @@ __all__ = ["PHASES", "Breakdown", "breakdown"]
 def _targets() -> list[tuple[str, Any, str]]:
     from ksched.client.informer import InformerFactory
     from ksched.scheduler.cache.cache import Cache
+    from ksched.scheduler.feasible_nodes import FeasibleNodeFinder
     from ksched.scheduler.framework.runtime import Framework
     from ksched.scheduler.preemption import Evaluator
     from ksched.scheduler.recorder import EventRecorder
-    from ksched.scheduler.schedule_one import Algorithm, FeasibleNodeFinder
-    from ksched.scheduler.scheduler import Scheduler
+    from ksched.scheduler.schedule_one import Algorithm, ScheduleOne
 
     return [
-        ("schedule_one", Scheduler, "schedule_one"),
+        ("schedule_one", ScheduleOne, "schedule_one"),
         ("snapshot", Cache, "update_snapshot"),
         ("schedule_pod", Algorithm, "schedule_pod"),
         ("pre_filter", Framework, "run_pre_filter"),
@@ -37,7 +37,7 @@ def _targets() -> list[tuple[str, Any, str]]:
         ("post_filter", Framework, "run_post_filter"),
         ("preemption_dry_run", Evaluator, "dry_run_preemption"),
         ("assume", Cache, "assume_pod"),
-        ("bindings", Scheduler, "run_bindings"),
+        ("bindings", ScheduleOne, "run_bindings"),
         ("bind", Framework, "run_bind"),
         ("event", EventRecorder, "event"),
         ("informers", InformerFactory, "poll"),

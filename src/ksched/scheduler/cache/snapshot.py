@@ -7,13 +7,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import NodeTable, ResourceColumns
-from ksched.scheduler.framework.interface import NodeList
-from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.framework.types import NodeInfo, NodeList
 
 __all__ = ["Snapshot", "zone_key"]
 
-_ROW_VALUES_MAX = 4096
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -56,7 +55,7 @@ class Snapshot:
         self._all: NodeList | None = None
         # Per-node derived values shared by pods with the same spec (taint verdicts for a set of
         # tolerations, node-affinity matches, ...): key -> (function of a NodeInfo, array by row).
-        self._row_values: dict[object, tuple[Callable[[NodeInfo], object], np.ndarray]] = {}
+        self._row_values: BoundedCache[object, tuple[Callable[[NodeInfo], object], np.ndarray]] = BoundedCache()
 
     # ---- lookups -------------------------------------------------------------------
 
@@ -131,9 +130,7 @@ class Snapshot:
         for r, ni in enumerate(self.infos):
             if ni is not None and ni.node is not None:
                 arr[r] = fn(ni)
-        if len(self._row_values) >= _ROW_VALUES_MAX:
-            self._row_values.pop(next(iter(self._row_values)))
-        self._row_values[key] = (fn, arr)
+        self._row_values.put(key, (fn, arr))
         return arr
 
     def _refresh_row_values(self, rows: list[int]) -> None:

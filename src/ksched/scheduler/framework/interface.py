@@ -1,16 +1,40 @@
-"""Plugin interfaces, one class per extension point, as upstream's framework/interface.go.
+"""Plugin interfaces, one class per extension point, as upstream's ``framework/interface.go``.
 
 A plugin is a class with a ``name`` that derives from the classes of the extension points it
-implements. Plugins that can evaluate all candidate nodes at once also define the vectorized
-form (``filter_nodes`` / ``score_nodes``) over rows of the snapshot's node table; the runtime
-uses it when present and the per-node form otherwise. Both forms must agree.
+implements (``FilterPlugin``, ``ScorePlugin``, ...), and from ``EnqueueExtensions`` when it
+rejects pods and can say which cluster events may make them schedulable.
+
+The fast path
+-------------
+Every plugin works node by node (``filter``, ``score``), and that per-node form is the
+reference: it alone decides what is right. A plugin may also declare, by deriving from the
+classes below, that it can do the same work faster:
+
+* :class:`VectorizedFilter` -- ``filter_nodes``: a verdict for many nodes in one NumPy call;
+* :class:`VectorizedScore` -- ``score_nodes``: raw scores for many nodes in one call;
+* :class:`RowLocal` -- ``row_local_key``: its Filter verdict and raw Score on a node depend only
+  on that node and a key of the pod, so results are kept across scheduling cycles and only
+  the rows of nodes that changed are recomputed;
+* :class:`VectorizedFilterStatuses` -- ``filter_statuses``: the Filter *statuses* (reasons) of
+  many nodes at once, for the diagnosis of a pod that fits nowhere.
+
+From these the runtime picks each plugin's :class:`FastPath` (``CACHED``, ``VECTOR`` or
+``NODE``) once per profile. Whatever it picks, the result must be identical to calling the
+per-node form on every node: same feasible nodes, same scores, same statuses and messages.
+Every fast form of ksched's own plugins is checked against its per-node form by tests
+(``tests/scheduler/test_fast_paths_agree.py``, ``ksched.testing.PluginRunner``); a plugin
+author should check theirs the same way. ``Framework.vectorize = False`` turns every fast
+path off.
+
+``ScoreExtensions`` (upstream's name) adds ``normalize_score`` to a Score plugin.
 """
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -18,7 +42,7 @@ from ksched.api.pod import Pod
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ClusterEventWithHint
 from ksched.scheduler.framework.status import Diagnosis, Status
-from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+from ksched.scheduler.framework.types import NodeInfo, NodeList, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from ksched.scheduler.cache.snapshot import Snapshot
@@ -28,6 +52,8 @@ __all__ = [
     "MIN_NODE_SCORE",
     "BindPlugin",
     "EnqueueExtensions",
+    "ExplainedPostFilter",
+    "FastPath",
     "FilterPlugin",
     "Handle",
     "NodeList",
@@ -44,42 +70,19 @@ __all__ = [
     "PreScorePlugin",
     "QueueSortPlugin",
     "ReservePlugin",
+    "RowLocal",
+    "ScoreExtensions",
     "ScorePlugin",
+    "ScorePluginForm",
+    "VectorizedFilter",
+    "VectorizedFilterStatuses",
+    "VectorizedScore",
 ]
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 MAX_EXTENDER_PRIORITY = 10
 MAX_TOTAL_SCORE = 2**63 - 1
-
-
-class NodeList(Sequence[NodeInfo]):
-    """Nodes as rows of a snapshot: ``rows`` (NumPy int array) index ``infos`` and the node table."""
-
-    __slots__ = ("_names", "infos", "rows")
-
-    def __init__(self, infos: list[NodeInfo], rows: np.ndarray) -> None:
-        self.infos = infos
-        self.rows = rows
-        self._names: list[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: int) -> NodeInfo:  # type: ignore[override]
-        return self.infos[self.rows[i]]
-
-    def __iter__(self) -> Iterator[NodeInfo]:
-        infos = self.infos
-        for r in self.rows.tolist():
-            yield infos[r]
-
-    @property
-    def names(self) -> list[str]:
-        if self._names is None:
-            infos = self.infos
-            self._names = [infos[r].name for r in self.rows.tolist()]
-        return self._names
 
 
 class PreFilterResult:
@@ -102,6 +105,10 @@ class PreFilterResult:
 
 
 class PostFilterResult:
+    """What a PostFilter plugin decided: the node to nominate the pod for (preemption), and
+    whether that overrides the pod's current nomination (``MODE_OVERRIDE``) or leaves it
+    (``MODE_NOOP``)."""
+
     __slots__ = ("mode", "nominated_node_name")
 
     MODE_NOOP = 0
@@ -138,7 +145,9 @@ class Handle(Protocol):
 
 
 class Plugin(ABC):  # noqa: B024 - the extension-point subclasses carry the abstract methods
-    """Base of every plugin. ``args`` is the plugin's configuration (a dict, already defaulted)."""
+    """Base of every plugin. ``args`` is the plugin's configuration (a dict, already defaulted);
+    ``handle`` is the framework (see :class:`Handle`). ``name`` is what configurations, weights,
+    statuses and events call the plugin."""
 
     name: ClassVar[str] = ""
 
@@ -151,7 +160,9 @@ class Plugin(ABC):  # noqa: B024 - the extension-point subclasses carry the abst
 
 
 class EnqueueExtensions(ABC):
-    """Plugins that reject pods say which cluster events may make those pods schedulable."""
+    """Plugins that reject pods say which cluster events may make those pods schedulable, each
+    with an optional queueing hint ``fn(pod, old, new) -> QueueingHint`` that looks closer. A
+    rejecting plugin without it is requeued by every event (upstream's default)."""
 
     @abstractmethod
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -159,12 +170,17 @@ class EnqueueExtensions(ABC):
 
 
 class PreEnqueuePlugin(Plugin):
+    """Runs before a pod enters activeQ; anything but Success keeps it waiting (gated) until an
+    event for the plugin moves it again. Must be cheap: it runs on every queue add."""
+
     @abstractmethod
     def pre_enqueue(self, pod: Pod) -> Status | None:
         ...
 
 
 class QueueSortPlugin(Plugin):
+    """Orders activeQ; exactly one per profile (and the same in every profile)."""
+
     @abstractmethod
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         ...
@@ -177,7 +193,8 @@ class QueueSortPlugin(Plugin):
 
 class PreFilterExtensions(ABC):
     """Incremental updates of PreFilter state when pods are added to or removed from a node
-    (nominated pods, preemption victims)."""
+    (nominated pods, preemption victims): what the plugin's Filter then reads must be as if
+    PreFilter had run on a cluster with that change."""
 
     @abstractmethod
     def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_info_to_add: PodInfo,
@@ -191,6 +208,10 @@ class PreFilterExtensions(ABC):
 
 
 class PreFilterPlugin(Plugin):
+    """Runs once per cycle before Filter: computes state for Filter (``state.write``), may
+    narrow the candidate nodes (a PreFilterResult), may reject the pod on every node
+    (Unschedulable or UnschedulableAndUnresolvable), or Skip (its Filter then does not run)."""
+
     @abstractmethod
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
@@ -201,9 +222,10 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
-    """``filter`` per node. A plugin may also define
-    ``filter_nodes(state, pod, snapshot, rows) -> np.ndarray[bool]`` over rows of the node table;
-    returning None there means "not this time": ``filter`` then runs per node for this cycle."""
+    """Whether the pod fits one node: None (Success), Unschedulable (preemption may help) or
+    UnschedulableAndUnresolvable (it cannot); the first rejecting plugin decides, and its
+    reasons are counted per node in the pod's FailedScheduling message. For speed, see
+    :class:`VectorizedFilter`, :class:`RowLocal` and :class:`VectorizedFilterStatuses`."""
 
     @abstractmethod
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -211,6 +233,9 @@ class FilterPlugin(Plugin):
 
 
 class PostFilterPlugin(Plugin):
+    """Runs when no node fits (the ``diagnosis`` says why, node by node): preemption. May
+    nominate a node for the pod."""
+
     @abstractmethod
     def post_filter(self, state: CycleState, pod: Pod,
                     diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status | None]:
@@ -218,21 +243,40 @@ class PostFilterPlugin(Plugin):
 
 
 class PreScorePlugin(Plugin):
+    """Runs once per cycle on the feasible nodes before Score; Skip turns the plugin's Score
+    off for this pod."""
+
     @abstractmethod
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         ...
 
 
 class ScorePlugin(Plugin):
-    """``score`` per node. Optional: ``score_nodes(state, pod, snapshot, rows) -> np.ndarray[int64]``
-    (vectorized) and ``normalize_score(state, pod, nodes, scores)`` (in place on an int64 array)."""
+    """A raw score for one feasible node. Raw scores may have any range if the plugin
+    normalizes them (:class:`ScoreExtensions`); after that every score is in 0..100 and is
+    multiplied by the plugin's weight. For speed, see :class:`VectorizedScore` and
+    :class:`RowLocal`."""
 
     @abstractmethod
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         ...
 
 
+class ScoreExtensions(ABC):
+    """A Score plugin that normalizes its raw scores over all scored nodes (upstream's
+    ScoreExtensions.NormalizeScore): ``scores`` (int64, aligned with ``nodes``) is changed in
+    place, ending in 0..100."""
+
+    @abstractmethod
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
+        ...
+
+
 class ReservePlugin(Plugin):
+    """Claims what the pod will use on the chosen node before binding (``reserve``) and gives
+    it back (``unreserve``, in reverse plugin order) when anything after fails. Unreserve must
+    be idempotent and must not fail."""
+
     @abstractmethod
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         ...
@@ -243,6 +287,9 @@ class ReservePlugin(Plugin):
 
 
 class PermitPlugin(Plugin):
+    """The last say before binding: allow, reject, or Wait (the binding cycle holds the pod
+    until every waiting plugin allows it, one rejects it, or the timeout passes)."""
+
     @abstractmethod
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
         """(status, timeout in seconds); a Wait status holds the pod until allowed, rejected or timed out."""
@@ -250,6 +297,9 @@ class PermitPlugin(Plugin):
 
 
 class PreBindPlugin(Plugin):
+    """Work the binding needs first (volumes, claims), in the binding cycle; a failure
+    unreserves and requeues the pod."""
+
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Skip when the plugin has nothing to do for this pod (default)."""
         return Status.skip()
@@ -260,6 +310,9 @@ class PreBindPlugin(Plugin):
 
 
 class BindPlugin(Plugin):
+    """Binds the pod (the ``pods/binding`` subresource); plugins are tried in order until one
+    does not Skip."""
+
     @abstractmethod
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Skip lets the next bind plugin try."""
@@ -267,6 +320,103 @@ class BindPlugin(Plugin):
 
 
 class PostBindPlugin(Plugin):
+    """Informational, after a successful binding (clean-up); cannot fail."""
+
     @abstractmethod
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         ...
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast-path contract (see the module docstring)
+
+
+class VectorizedFilter(ABC):
+    """A Filter plugin that judges many nodes in one call.
+
+    ``filter_nodes(state, pod, snapshot, rows)`` gets the CycleState after PreFilter and
+    ``rows``, an int array of rows of the snapshot (``snapshot.infos[row]`` is a NodeInfo;
+    ``snapshot.table`` holds allocatable/requested per row and resource column), and returns a
+    bool array aligned with ``rows``: True exactly where ``filter`` would return Success on
+    that node. It may return None to decline for this pod: ``filter`` then runs per node for
+    this cycle. It must not change ``state`` or the snapshot. Statuses (the reasons in a
+    FailedScheduling message) always come from ``filter`` (or ``filter_statuses``), which the
+    framework calls on the nodes it has to explain."""
+
+    @abstractmethod
+    def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray | None:
+        ...
+
+
+class VectorizedScore(ABC):
+    """A Score plugin that scores many nodes in one call.
+
+    ``score_nodes(state, pod, snapshot, rows)`` returns an int64 array aligned with ``rows``
+    equal to ``score`` on each node (the raw score, before NormalizeScore and weight). Only a
+    plugin whose ``score`` cannot fail may implement it: the vectorized form reports no
+    errors."""
+
+    @abstractmethod
+    def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
+        ...
+
+
+class RowLocal(ABC):
+    """A Filter and/or Score plugin whose verdict and raw score on a node depend only on that
+    node's NodeInfo and on ``row_local_key(pod)`` (plus the plugin's own configuration).
+
+    The framework then keeps one array of verdicts / raw scores over every node row per key
+    (replicas of one template share it) and recomputes only the rows whose NodeInfo changed
+    since (one node after a binding, not all). The key must capture everything ``filter`` and
+    ``score`` read of the pod and of the CycleState; they must read no other node, no other
+    cluster state (informers) and nothing PreFilter/PreScore derive from anything but the pod.
+    A wrong key gives wrong placements silently: the agreement tests catch it."""
+
+    @abstractmethod
+    def row_local_key(self, pod: Pod) -> Hashable:
+        ...
+
+
+class VectorizedFilterStatuses(ABC):
+    """A Filter plugin that gives its *statuses* for many nodes at once, for the diagnosis of
+    a pod that fits nowhere (every node needs its reason then, and there may be thousands).
+
+    ``filter_statuses(state, pod, snapshot, rows)`` returns ``(which, distinct)``: ``distinct``
+    the distinct statuses, ``which`` an int array aligned with ``rows`` indexing into it (-1
+    where the node passes), each status equal (code and reasons, in order) to what ``filter``
+    returns on that node; or None to decline (``filter`` then runs per node)."""
+
+    @abstractmethod
+    def filter_statuses(self, state: CycleState, pod: Pod, snapshot: Snapshot,
+                        rows: np.ndarray) -> tuple[np.ndarray, list[Status]] | None:
+        ...
+
+
+class ExplainedPostFilter(ABC):
+    """A PostFilter plugin whose last decision ``ksched simulate --explain`` can show:
+    ``last_decision`` is None or has ``to_dict()``."""
+
+    @property
+    @abstractmethod
+    def last_decision(self) -> Any:
+        ...
+
+
+class FastPath(enum.Enum):
+    """How the runtime runs a Filter or Score plugin (chosen once per profile)."""
+
+    CACHED = "cached"  # RowLocal: results over all rows kept across cycles, changed rows recomputed
+    VECTOR = "vector"  # VectorizedFilter / VectorizedScore over the candidate rows
+    NODE = "node"  # the per-node reference form
+
+
+class ScorePluginForm(NamedTuple):
+    """A Score plugin as the runtime runs it: its fast path, its normalization (None without
+    ScoreExtensions), its weight, and whether its scores' range is checked (out-of-tree
+    plugins; in-tree plugins' ranges are proven by their tests)."""
+
+    plugin: ScorePlugin
+    form: FastPath
+    normalize: Any
+    weight: int
+    check_range: bool

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from ksched.api.pod import Pod
+from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.framework.status import Code
+from ksched.scheduler.framework.interface import VectorizedFilter, VectorizedScore
+from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
 __all__ = ["RowResultCache"]
@@ -39,16 +41,29 @@ class _Entry:
 
 
 class RowResultCache:
-    """Per (plugin, Filter|Score, key): values over every node row of one snapshot."""
+    """Per (plugin, Filter|Score, key): values over every node row of one snapshot. Also the
+    verdicts of the Filter pass with nominated pods for row-local plugin sets, keyed by (row,
+    node generation, the pod's keys, the nominated pods): see ``FeasibleNodeFinder``."""
 
     def __init__(self, max_entries: int = 1024) -> None:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._nominated: BoundedCache[tuple[Any, ...], Status | None] = BoundedCache()
         self.hits = 0
         self.misses = 0
 
     def clear(self) -> None:
         self._entries.clear()
+        self._nominated.clear()
+
+    def nominated_verdict(self, key: tuple[Any, ...]) -> tuple[bool, Status | None]:
+        """(found, status) of a remembered pass with nominated pods."""
+        if key in self._nominated:
+            return True, self._nominated[key]
+        return False, None
+
+    def remember_nominated_verdict(self, key: tuple[Any, ...], status: Status | None) -> None:
+        self._nominated.put(key, status)
 
     def _get(self, plugin: Any, kind: str, key: Hashable, snapshot: Snapshot) -> _Entry | None:
         k = (plugin.name, kind, key)
@@ -158,9 +173,10 @@ class RowResultCache:
 
     @staticmethod
     def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
-        vec = getattr(plugin, "filter_nodes", None)
-        if vec is not None and len(rows) > _PER_NODE_LIMIT:
-            return np.asarray(vec(state, pod, snapshot, rows), dtype=bool)
+        if isinstance(plugin, VectorizedFilter) and len(rows) > _PER_NODE_LIMIT:
+            got = plugin.filter_nodes(state, pod, snapshot, rows)
+            if got is not None:
+                return np.asarray(got, dtype=bool)
         infos = snapshot.infos
         out = np.empty(len(rows), dtype=bool)
         for i, r in enumerate(rows.tolist()):
@@ -241,9 +257,8 @@ class RowResultCache:
     @staticmethod
     def _score_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot,
                     rows: np.ndarray) -> np.ndarray | None:
-        vec = getattr(plugin, "score_nodes", None)
-        if vec is not None and len(rows) > _PER_NODE_LIMIT:
-            return np.asarray(vec(state, pod, snapshot, rows), dtype=np.int64)
+        if isinstance(plugin, VectorizedScore) and len(rows) > _PER_NODE_LIMIT:
+            return np.asarray(plugin.score_nodes(state, pod, snapshot, rows), dtype=np.int64)
         infos = snapshot.infos
         out = np.empty(len(rows), dtype=np.int64)
         for i, r in enumerate(rows.tolist()):

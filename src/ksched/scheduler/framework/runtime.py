@@ -20,6 +20,7 @@ from ksched.scheduler.framework.interface import (
     MIN_NODE_SCORE,
     BindPlugin,
     EnqueueExtensions,
+    FastPath,
     FilterPlugin,
     NodeList,
     PermitPlugin,
@@ -34,7 +35,13 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
+    RowLocal,
+    ScoreExtensions,
     ScorePlugin,
+    ScorePluginForm,
+    VectorizedFilter,
+    VectorizedFilterStatuses,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.rowcache import RowResultCache
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
@@ -61,6 +68,16 @@ _EP_TYPES: dict[str, type] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+}
+
+
+# Methods of the fast-path contract, and the class a plugin declares each with.
+_DECLARED_BY: dict[str, type] = {
+    "filter_nodes": VectorizedFilter,
+    "score_nodes": VectorizedScore,
+    "row_local_key": RowLocal,
+    "filter_statuses": VectorizedFilterStatuses,
+    "normalize_score": ScoreExtensions,
 }
 
 
@@ -131,9 +148,6 @@ class Framework:
         self.waiting_pods: dict[str, WaitingPod] = {}
         # Row-local Filter verdicts and raw Scores reused across cycles (see rowcache.py).
         self.row_cache = RowResultCache()
-        # Verdicts of the Filter pass with nominated pods, for row-local plugin sets (see
-        # FeasibleNodeFinder.find): (row, node generation, pod keys, nominated pods) -> status.
-        self.nominated_verdicts: dict[tuple[Any, ...], Status | None] = {}
         self._forms: dict[tuple[str, bool], Any] = {}
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
@@ -151,6 +165,11 @@ class Framework:
                 raise FrameworkError(str(e)) from e
             args = self.profile.plugin_config.get(name, {})
             p = cls(dict(args), self)
+            for method, declared_by in _DECLARED_BY.items():
+                if hasattr(p, method) and not isinstance(p, declared_by):
+                    # Ignoring it would change scores or speed silently: say what is missing.
+                    raise FrameworkError(f'plugin "{name}" defines {method} but does not derive from '
+                                         f"{declared_by.__name__} (ksched.scheduler.framework.interface)")
             if p.name != name:
                 # Referenced as module:Class (or another registry alias): the configuration's name
                 # is the plugin's name everywhere (weights, statuses, events).
@@ -227,44 +246,41 @@ class Framework:
     def queue_sort(self) -> QueueSortPlugin:
         return self.points["queueSort"][0]  # type: ignore[no-any-return]
 
-    def filter_forms(self) -> dict[str, str]:
-        """How each Filter plugin runs: "cached" (row-local results reused across cycles),
-        "vector" (``filter_nodes``) or "node" (``filter`` per node)."""
+    def filter_forms(self) -> dict[str, FastPath]:
+        """How each Filter plugin runs (see :class:`FastPath`)."""
         key = ("filter", self.vectorize)
         forms = self._forms.get(key)
         if forms is None:
             forms = {}
             for p in self.filter_plugins:
-                if self.vectorize and getattr(p, "row_local_key", None) is not None:
-                    forms[p.name] = "cached"
-                elif self.vectorize and getattr(p, "filter_nodes", None) is not None:
-                    forms[p.name] = "vector"
+                if self.vectorize and isinstance(p, RowLocal):
+                    forms[p.name] = FastPath.CACHED
+                elif self.vectorize and isinstance(p, VectorizedFilter):
+                    forms[p.name] = FastPath.VECTOR
                 else:
-                    forms[p.name] = "node"
+                    forms[p.name] = FastPath.NODE
             self._forms[key] = forms
         return forms
 
-    def score_forms(self) -> list[tuple[ScorePlugin, str, Any, int, bool]]:
-        """(plugin, form, normalize_score or None, weight, check range) per Score plugin, forms as above."""
+    def score_forms(self) -> list[ScorePluginForm]:
+        """How each Score plugin runs, in order."""
         key = ("score", self.vectorize)
         forms = self._forms.get(key)
         if forms is None:
             forms = []
             for p in self.score_plugins:
-                norm = getattr(p, "normalize_score", None)
-                vec = getattr(p, "score_nodes", None)
+                norm = p.normalize_score if isinstance(p, ScoreExtensions) else None
                 # Row-local raw scores are reused across cycles; a plugin that normalizes them
                 # gains little from that over its own vectorized form, which it then keeps.
-                if self.vectorize and getattr(p, "row_local_key", None) is not None and \
-                        (norm is None or vec is None):
-                    form = "cached"
-                elif self.vectorize and getattr(p, "score_nodes", None) is not None:
-                    form = "vector"
+                if self.vectorize and isinstance(p, RowLocal) and \
+                        (norm is None or not isinstance(p, VectorizedScore)):
+                    form = FastPath.CACHED
+                elif self.vectorize and isinstance(p, VectorizedScore):
+                    form = FastPath.VECTOR
                 else:
-                    form = "node"
-                forms.append((p, form, norm, self.score_weights[p.name],
-                              # In-tree plugins' ranges are proven by their tests; others are checked.
-                              not type(p).__module__.startswith("ksched.scheduler.plugins.")))
+                    form = FastPath.NODE
+                forms.append(ScorePluginForm(p, form, norm, self.score_weights[p.name],
+                                             not type(p).__module__.startswith("ksched.scheduler.plugins.")))
             self._forms[key] = forms
         return forms  # type: ignore[no-any-return]
 
@@ -372,10 +388,12 @@ class Framework:
 
     # ---------------------------------------------------------------- Filter
 
-    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """Every Filter plugin on one node, in order; the first that rejects decides."""
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo,
+                           plugins: list[FilterPlugin] | None = None) -> Status | None:
+        """Every Filter plugin (or those of ``plugins``) on one node, in order; the first that
+        rejects decides."""
         skip = state.skip_filter_plugins
-        for p in self.filter_plugins:
+        for p in self.filter_plugins if plugins is None else plugins:
             if p.name in skip:
                 continue
             st = p.filter(state, pod, node_info)
@@ -384,6 +402,11 @@ class Framework:
                     return st.with_plugin(p.name)
                 return Status.as_error(f"plugin {p.name} returned an unexpected status {st!r}", p.name)
         return None
+
+    def nominated_node_names(self) -> list[str]:
+        """Nodes that pods are nominated to (by preemption), for the Filter pass with them."""
+        nom = self.nominator
+        return nom.node_names() if nom is not None else []
 
     def nominated_pods_to_add(self, pod: Pod, node_name: str) -> list[PodInfo]:
         nom = self.nominator
@@ -463,8 +486,9 @@ class Framework:
         if record is None:
             # Row-local plugins without NormalizeScore add up the same way on every cycle: one
             # array of their weighted sum, kept current as rows change.
-            combined = [(p, w) for p, form, norm, w, check in forms
-                        if form == "cached" and norm is None and not check and p.name not in skip]
+            combined = [(f.plugin, f.weight) for f in forms
+                        if f.form is FastPath.CACHED and f.normalize is None and not f.check_range
+                        and f.plugin.name not in skip]
             if len(combined) > 1:
                 sums = self.row_cache.combined_scores(combined, state, pod, snapshot)
                 if sums is not None:
@@ -477,11 +501,11 @@ class Framework:
         for p, form, norm, w, check in forms:
             if p.name in skip or p.name in done:
                 continue
-            cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form == "cached" else None
+            cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form is FastPath.CACHED else None
             if cached is not None:
                 scores = cached[rows]
-            elif form != "node" and getattr(p, "score_nodes", None) is not None:
-                scores = np.asarray(p.score_nodes(state, pod, snapshot, rows), dtype=np.int64)  # type: ignore[attr-defined]
+            elif form is not FastPath.NODE and isinstance(p, VectorizedScore):
+                scores = np.asarray(p.score_nodes(state, pod, snapshot, rows), dtype=np.int64)
             else:
                 vals = []
                 for ni in nodes:

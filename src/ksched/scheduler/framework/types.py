@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from ksched.api.affinity import PodAffinityTerm, WeightedPodAffinityTerm
 from ksched.api.node import Node
@@ -14,6 +16,7 @@ __all__ = [
     "HostPortInfo",
     "ImageStateSummary",
     "NodeInfo",
+    "NodeList",
     "PodInfo",
     "QueuedPodInfo",
 ]
@@ -310,3 +313,32 @@ def sum_requests(pods: Iterable[PodInfo]) -> dict[str, Any]:
         for k, v in pi.requests.items():
             out[k] = out.get(k, 0) + v
     return out
+
+
+class NodeList(Sequence[NodeInfo]):
+    """Nodes as rows of a snapshot: ``rows`` (NumPy int array) index ``infos`` and the node table."""
+
+    __slots__ = ("_names", "infos", "rows")
+
+    def __init__(self, infos: list[NodeInfo], rows: np.ndarray) -> None:
+        self.infos = infos
+        self.rows = rows
+        self._names: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> NodeInfo:  # type: ignore[override]
+        return self.infos[self.rows[i]]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        infos = self.infos
+        for r in self.rows.tolist():
+            yield infos[r]
+
+    @property
+    def names(self) -> list[str]:
+        if self._names is None:
+            infos = self.infos
+            self._names = [infos[r].name for r in self.rows.tolist()]
+        return self._names

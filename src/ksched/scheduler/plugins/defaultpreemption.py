@@ -32,6 +32,7 @@ from ksched.scheduler.framework.events import (
 )
 from ksched.scheduler.framework.interface import (
     EnqueueExtensions,
+    ExplainedPostFilter,
     Handle,
     PostFilterPlugin,
     PostFilterResult,
@@ -98,7 +99,7 @@ def pod_terminating_by_preemption(p: Pod) -> bool:
     return False
 
 
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, ExplainedPostFilter):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Handle | None = None) -> None:

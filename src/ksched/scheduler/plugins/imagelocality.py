@@ -21,7 +21,11 @@ import numpy as np
 from ksched.api.pod import Pod
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.framework.interface import MAX_NODE_SCORE, ScorePlugin
+from ksched.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    ScorePlugin,
+    VectorizedScore,
+)
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import ImageStateSummary, NodeInfo
 
@@ -77,7 +81,7 @@ def _pod_images(pod: Pod) -> tuple[str, ...]:
     return imgs  # type: ignore[no-any-return]
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin, VectorizedScore):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -37,7 +37,10 @@ from ksched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    ScoreExtensions,
     ScorePlugin,
+    VectorizedFilter,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -88,7 +91,8 @@ def _pod_preferred(pod: Pod) -> PreferredSchedulingTerms | None:
     return p
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions,
+        VectorizedFilter, VectorizedScore, ScoreExtensions):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

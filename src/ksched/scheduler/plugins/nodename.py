@@ -15,7 +15,12 @@ from ksched.scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
 )
-from ksched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin
+from ksched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    RowLocal,
+    VectorizedFilter,
+)
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
@@ -24,7 +29,7 @@ __all__ = ["ERR_REASON", "NodeName"]
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin, EnqueueExtensions):
+class NodeName(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
     name = "NodeName"
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -29,6 +29,8 @@ from ksched.scheduler.framework.interface import (
     NodeList,
     PreFilterPlugin,
     PreFilterResult,
+    RowLocal,
+    VectorizedFilter,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import HostPortInfo, NodeInfo
@@ -66,7 +68,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
     return fits_ports(_port_tuples(pod.host_ports()), node_info.used_ports)
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

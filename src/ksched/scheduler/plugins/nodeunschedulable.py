@@ -19,7 +19,12 @@ from ksched.scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
-from ksched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin
+from ksched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    RowLocal,
+    VectorizedFilter,
+)
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
@@ -34,7 +39,7 @@ def _unschedulable(ni: NodeInfo) -> bool:
     return bool(ni.node is not None and ni.node.unschedulable)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
     name = "NodeUnschedulable"
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -41,6 +41,7 @@ from ksched.scheduler.framework.interface import (
     NodeList,
     PreFilterPlugin,
     PreFilterResult,
+    VectorizedFilter,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -192,7 +193,7 @@ class _RowVolumes:
                     del self.handles[h]
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, VectorizedFilter):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -43,7 +43,11 @@ from ksched.scheduler.framework.interface import (
     FilterPlugin,
     NodeList,
     PreScorePlugin,
+    RowLocal,
+    ScoreExtensions,
     ScorePlugin,
+    VectorizedFilter,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -98,7 +102,8 @@ class _PreScoreState(StateData):
         self.key = _tolerations_key(tolerations)
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
+        VectorizedFilter, VectorizedScore, ScoreExtensions):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -53,6 +53,10 @@ class Nominator:
         if nn and not new_pi.pod.node_name:
             self.add(new_pi, nn)
 
+    def node_names(self) -> list[str]:
+        """Nodes with nominated pods."""
+        return list(self.by_node)
+
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self.by_node.get(node_name, ()))
 

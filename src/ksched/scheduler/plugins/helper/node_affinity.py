@@ -21,6 +21,7 @@ from ksched.api.affinity import PreferredSchedulingTerm
 from ksched.api.labels import NodeSelector, NodeSelectorTerm, Requirement
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.boundedcache import BoundedCache
 
 __all__ = [
     "OBJECT_NAME_FIELD",
@@ -264,8 +265,7 @@ class _Term:
         return True
 
 
-_TERM_CACHE: dict[tuple[Any, ...], _Term] = {}
-_TERM_CACHE_MAX = 4096
+_TERM_CACHE: BoundedCache[tuple[Any, ...], _Term] = BoundedCache()
 
 
 def _term(term: NodeSelectorTerm, path: str) -> _Term:
@@ -273,9 +273,7 @@ def _term(term: NodeSelectorTerm, path: str) -> _Term:
     key = (path, term.key())
     t = _TERM_CACHE.get(key)
     if t is None:
-        if len(_TERM_CACHE) >= _TERM_CACHE_MAX:
-            _TERM_CACHE.clear()
-        t = _TERM_CACHE[key] = _Term(term, path)
+        t = _TERM_CACHE.put(key, _Term(term, path))
     return t
 
 

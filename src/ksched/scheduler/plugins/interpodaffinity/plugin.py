@@ -48,7 +48,10 @@ from ksched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    ScoreExtensions,
     ScorePlugin,
+    VectorizedFilter,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -241,7 +244,7 @@ class _PreScoreState(StateData):
 
 
 class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin, ScorePlugin,
-                       EnqueueExtensions):
+        EnqueueExtensions, VectorizedFilter, VectorizedScore, ScoreExtensions):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -23,7 +23,14 @@ from ksched.api.pod import Pod
 from ksched.api.resources import pod_non_zero_requests, pod_requests
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.framework.interface import MAX_NODE_SCORE, NodeList, PreScorePlugin, ScorePlugin
+from ksched.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    NodeList,
+    PreScorePlugin,
+    RowLocal,
+    ScorePlugin,
+    VectorizedScore,
+)
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.noderesources.resource_allocation import (
@@ -163,7 +170,7 @@ def balanced_resource_vector_scorer(cols: list[Column], n: int) -> np.ndarray:
     return _HALF + _go_half_vec(d)
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin):
+class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.resources import is_extended_resource, pod_non_zero_requests, pod_requests
+from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import PODS
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
@@ -42,7 +43,11 @@ from ksched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    RowLocal,
     ScorePlugin,
+    VectorizedFilter,
+    VectorizedFilterStatuses,
+    VectorizedScore,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -101,15 +106,13 @@ ERR_TOO_MANY_PODS = "Too many pods"
 R_PODS = "pods"
 _CORE = (R_CPU, R_MEMORY, R_EPHEMERAL)
 
-_reasons: dict[str, str] = {}
+_reasons: BoundedCache[str, str] = BoundedCache()
 
 
 def _reason(name: str) -> str:
     r = _reasons.get(name)
     if r is None:
-        r = f"Insufficient {name}"
-        if len(_reasons) < 4096:
-            _reasons[name] = r
+        r = _reasons.put(name, f"Insufficient {name}")
     return r
 
 
@@ -241,7 +244,8 @@ class _PreFilterState(StateData):
         self.checks = checks
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
+        VectorizedFilter, VectorizedFilterStatuses, VectorizedScore):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

@@ -36,6 +36,7 @@ from ksched.api.resources import (
     pod_non_zero_requests,
     pod_requests,
 )
+from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import CPU, EPHEMERAL, MEMORY, NodeTable
 from ksched.scheduler.framework.interface import MAX_NODE_SCORE
 from ksched.scheduler.framework.types import NodeInfo
@@ -64,7 +65,7 @@ DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = ((R_CPU, 1), (R_MEMORY, 1))
 # Largest value v with v * MAX_NODE_SCORE inside int64.
 _SAFE_MUL = (2**63 - 1) // MAX_NODE_SCORE
 
-_scalar_cache: dict[str, bool] = {}
+_scalar_cache: BoundedCache[str, bool] = BoundedCache()
 
 
 def is_scalar_resource_name(name: str) -> bool:
@@ -73,10 +74,8 @@ def is_scalar_resource_name(name: str) -> bool:
     resources NodeInfo tracks in ScalarResources."""
     r = _scalar_cache.get(name)
     if r is None:
-        r = (is_extended_resource(name) or is_hugepages(name) or "kubernetes.io/" in name
-             or name.startswith("attachable-volumes-"))
-        if len(_scalar_cache) < 4096:
-            _scalar_cache[name] = r
+        r = _scalar_cache.put(name, is_extended_resource(name) or is_hugepages(name) or "kubernetes.io/" in name
+                              or name.startswith("attachable-volumes-"))
     return r
 
 

@@ -33,6 +33,7 @@ from ksched.api.labels import LabelSelector, NodeSelector, NodeSelectorTerm, Req
 from ksched.api.node import Node
 from ksched.api.pod import Pod, TopologySpreadConstraint
 from ksched.api.taints import Toleration, find_untolerated_taint
+from ksched.boundedcache import BoundedCache
 from ksched.scheduler.framework.types import PodInfo
 
 __all__ = [
@@ -157,7 +158,7 @@ class _Constraint:
                 f"taints={'Honor' if self.honor_taints else 'Ignore'})")
 
 
-_CONSTRAINTS: dict[tuple[object, ...], _Constraint] = {}
+_CONSTRAINTS: BoundedCache[tuple[object, ...], _Constraint] = BoundedCache()
 
 
 def _from_api(c: TopologySpreadConstraint) -> _Constraint:
@@ -167,10 +168,8 @@ def _from_api(c: TopologySpreadConstraint) -> _Constraint:
            c.node_taints_policy)
     got = _CONSTRAINTS.get(key)
     if got is None:
-        if len(_CONSTRAINTS) > 4096:
-            _CONSTRAINTS.clear()
-        got = _CONSTRAINTS[key] = _Constraint(c.max_skew, c.topology_key, _Selector(c.label_selector),
-                                              c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+        got = _CONSTRAINTS.put(key, _Constraint(c.max_skew, c.topology_key, _Selector(c.label_selector),
+                                                c.min_domains, c.node_affinity_policy, c.node_taints_policy))
     return got
 
 

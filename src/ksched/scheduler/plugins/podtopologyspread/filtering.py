@@ -40,6 +40,7 @@ from ksched.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    VectorizedFilter,
 )
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -137,7 +138,7 @@ class _PreFilterState(StateData):
         self._fits[i] = None
 
 
-class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
+class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin, VectorizedFilter):
     """PreFilter, PreFilterExtensions and Filter of ``PodTopologySpread``, which provides the
     attributes declared here."""
 

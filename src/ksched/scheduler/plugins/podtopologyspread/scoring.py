@@ -30,7 +30,14 @@ import numpy as np
 from ksched.api.pod import Pod
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
-from ksched.scheduler.framework.interface import MAX_NODE_SCORE, NodeList, PreScorePlugin, ScorePlugin
+from ksched.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    NodeList,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    VectorizedScore,
+)
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.podtopologyspread._index import (
@@ -111,7 +118,7 @@ def topology_normalizing_weight(size: int) -> float:
     return math.log(size + 2)
 
 
-class _Scoring(PreScorePlugin, ScorePlugin):
+class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
     """PreScore, Score and NormalizeScore of ``PodTopologySpread``, which provides the attributes
     declared here."""
 

@@ -47,6 +47,7 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    VectorizedFilter,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -122,7 +123,7 @@ def broken_linear(shape: list[tuple[int, int]], p: int) -> int:
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin,
-                    EnqueueExtensions):
+        EnqueueExtensions, VectorizedFilter):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:

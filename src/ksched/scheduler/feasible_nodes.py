@@ -1,0 +1,344 @@
+"""Which nodes pass the Filter plugins, for one pod on one snapshot: upstream's
+``findNodesThatPassFilters`` (``schedule_one.go``), with ksched's fast paths, and the
+diagnosis of the nodes that failed.
+
+:meth:`FeasibleNodeFinder.find` runs four named steps:
+
+1. **fast mask** -- the row-local plugins' combined verdicts from the row cache and the
+   vectorized plugins' ``filter_nodes``, ANDed over the candidate rows;
+2. **nominated positions** -- the candidate nodes (still passing) that hold pods nominated by
+   preemption with a priority at least the pod's: upstream filters those twice, with and
+   without the nominated pods;
+3. either the **nominated pass** (every active plugin is in the fast mask: only the nodes with
+   nominated pods need a per-node pass, with those pods; for row-local plugin sets its verdict
+   is remembered in the row cache) or the **per-node walk** (some plugin runs per node: the
+   nodes the mask left are visited in order until enough are found, as upstream does);
+4. the **diagnosis**, only when no node fits or when explaining: each failed node's status
+   from the first plugin (in order) that rejects it, a plugin at a time over all undecided
+   nodes.
+
+Whatever the path, the feasible nodes, the number of nodes processed and every status are
+those of the per-node reference (``Framework.vectorize = False``), which the fast-path
+agreement tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ksched.api.pod import Pod
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.explanation import Explanation
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.interface import (
+    FastPath,
+    FilterPlugin,
+    VectorizedFilter,
+    VectorizedFilterStatuses,
+)
+from ksched.scheduler.framework.runtime import Framework
+from ksched.scheduler.framework.status import Code, Diagnosis, Status
+from ksched.scheduler.framework.types import PodInfo
+
+__all__ = ["FeasibleNodeFinder", "FilterError"]
+
+
+class FilterError(Exception):
+    """A Filter plugin returned an error (not a rejection) on a node the walk reached."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The active Filter plugins of this cycle, by how they run."""
+
+    plugins: list[FilterPlugin]  # all of them, in order
+    cached: list[FilterPlugin]  # FastPath.CACHED
+    vector: list[FilterPlugin]  # FastPath.VECTOR
+    node: list[FilterPlugin]  # FastPath.NODE, and vector plugins that declined this pod
+
+
+class FeasibleNodeFinder:
+    """Finds feasible nodes for one pod on one snapshot."""
+
+    def __init__(self, fw: Framework, snapshot: Snapshot) -> None:
+        self.fw = fw
+        self.snapshot = snapshot
+
+    def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
+             diagnosis: Diagnosis, explain: Explanation | None, rotation: int | None = None) -> tuple[np.ndarray, int]:
+        """Rows (in ``rows`` order) of up to ``num_to_find`` feasible nodes, and how many nodes
+        were processed. Fills ``diagnosis`` for the processed nodes that failed, but only when
+        none fit (statuses are only needed then) or when explaining. ``rotation``: ``rows`` is
+        the snapshot's order rotated left by this much (lets step 2 find positions directly)."""
+        n = len(rows)
+        if n == 0:
+            return rows, 0
+        plan = self._plan(state)
+        masks: dict[str, np.ndarray] = {}  # per plugin, by position in ``rows`` (for the diagnosis)
+        mask = self._fast_mask(plan, state, pod, rows, masks)
+        nominated = self._nominated_positions(pod, rows, mask, rotation)
+        statuses: dict[int, Status] = {}  # position -> status of a node checked per node
+        if not plan.node:
+            feasible_rows, processed = self._nominated_pass(plan, state, pod, rows, mask, nominated, num_to_find,
+                                                            statuses)
+        else:
+            feasible_rows, processed = self._per_node_walk(plan, state, pod, rows, mask, nominated, num_to_find,
+                                                           statuses)
+        if len(feasible_rows) == 0 or explain is not None:
+            for p in plan.cached:
+                masks[p.name] = self.fw.row_cache.filter_mask(p, state, pod, self.snapshot)[rows]
+            self._diagnose(state, pod, rows, processed if len(feasible_rows) else n, plan.plugins, masks,
+                           statuses, set(nominated), diagnosis, explain, feasible_rows)
+        return feasible_rows, processed
+
+    # ---------------------------------------------------------------- step 1: fast mask
+
+    def _plan(self, state: CycleState) -> _Plan:
+        skip = state.skip_filter_plugins
+        forms = self.fw.filter_forms()
+        plugins = [p for p in self.fw.filter_plugins if p.name not in skip]
+        return _Plan(plugins,
+                     [p for p in plugins if forms[p.name] is FastPath.CACHED],
+                     [p for p in plugins if forms[p.name] is FastPath.VECTOR],
+                     [p for p in plugins if forms[p.name] is FastPath.NODE])
+
+    def _fast_mask(self, plan: _Plan, state: CycleState, pod: Pod, rows: np.ndarray,
+                   masks: dict[str, np.ndarray]) -> np.ndarray:
+        """Whether every cached and vectorized plugin accepts each row (this call's own
+        array). A vectorized plugin that declines this pod moves to ``plan.node``."""
+        if plan.cached:
+            mask = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)[rows]
+        else:
+            mask = np.ones(len(rows), dtype=bool)
+        declined: set[str] = set()
+        for p in plan.vector:
+            assert isinstance(p, VectorizedFilter)
+            m = p.filter_nodes(state, pod, self.snapshot, rows)
+            if m is None:
+                declined.add(p.name)
+                continue
+            masks[p.name] = m
+            mask &= m
+        if declined:
+            plan.node = [p for p in plan.plugins if p in plan.node or p.name in declined]
+            plan.vector = [p for p in plan.vector if p.name not in declined]
+        return mask
+
+    # ---------------------------------------------------------------- step 2: nominated positions
+
+    def _nominated_positions(self, pod: Pod, rows: np.ndarray, mask: np.ndarray,
+                             rotation: int | None) -> dict[int, list[PodInfo]]:
+        """Position -> the nominated pods to add there, for nodes the fast mask accepts. A node
+        the mask already rejects fails the pass without the nominated pods anyway."""
+        fw = self.fw
+        snap = self.snapshot
+        out: dict[int, list[PodInfo]] = {}
+        n = len(rows)
+        for node_name in fw.nominated_node_names():
+            r = snap.row_of.get(node_name)
+            if r is None:
+                continue
+            if rotation is not None:
+                i = snap.position_in_order.get(r)
+                if i is None:
+                    continue
+                pos = (i - rotation) % n
+            else:
+                at = np.flatnonzero(rows == r)
+                if not len(at):
+                    continue
+                pos = int(at[0])
+            if not mask[pos]:
+                continue
+            to_add = fw.nominated_pods_to_add(pod, node_name)
+            if to_add:
+                out[pos] = to_add
+        return out
+
+    # ---------------------------------------------------------------- step 3a: nominated pass
+
+    def _nominated_pass(self, plan: _Plan, state: CycleState, pod: Pod, rows: np.ndarray, mask: np.ndarray,
+                        nominated: dict[int, list[PodInfo]], num_to_find: int,
+                        statuses: dict[int, Status]) -> tuple[np.ndarray, int]:
+        """Every active plugin is in ``mask``: only the nodes with nominated pods need a
+        per-node pass (with those pods). When every plugin is row-local, that verdict depends
+        only on the node's generation, the nominated pods and the pod's keys, and is
+        remembered (replicas of one template ask the same question until the node changes)."""
+        fw = self.fw
+        snap = self.snapshot
+        infos = snap.infos
+        row_cache = fw.row_cache
+        errors: dict[int, Status] = {}
+        if nominated:
+            keys = tuple(p.row_local_key(pod) for p in plan.cached) if not plan.vector else None  # type: ignore[attr-defined]
+            for pos in sorted(nominated):
+                r = int(rows[pos])
+                ni = infos[r]
+                assert ni is not None
+                ck = None
+                if keys is not None:
+                    ck = (r, snap.generations[r], keys,
+                          tuple((pi.pod.uid, pi.pod.resource_version) for pi in nominated[pos]))
+                found, st = row_cache.nominated_verdict(ck) if ck is not None else (False, None)
+                if not found:
+                    st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, passes_without=True)
+                    if ck is not None and (st is None or st.code != Code.ERROR):
+                        row_cache.remember_nominated_verdict(ck, st)
+                if st is not None:
+                    mask[pos] = False
+                    if st.code == Code.ERROR:
+                        errors[pos] = st
+                    else:
+                        statuses[pos] = st
+        idx = np.flatnonzero(mask)
+        processed = len(rows)
+        if len(idx) >= num_to_find:
+            idx = idx[:num_to_find]
+            processed = int(idx[-1]) + 1
+        for pos in sorted(errors):
+            if pos < processed:  # a node the ordered walk would have reached
+                raise FilterError(errors[pos])
+        return rows[idx], processed
+
+    # ---------------------------------------------------------------- step 3b: per-node walk
+
+    def _per_node_walk(self, plan: _Plan, state: CycleState, pod: Pod, rows: np.ndarray, mask: np.ndarray,
+                       nominated: dict[int, list[PodInfo]], num_to_find: int,
+                       statuses: dict[int, Status]) -> tuple[np.ndarray, int]:
+        """The nodes the mask left (and those with nominated pods, passed with and without
+        them), in order, until ``num_to_find`` fit."""
+        fw = self.fw
+        infos = self.snapshot.infos
+        cand = np.flatnonzero(mask).tolist()
+        if nominated:
+            cand = sorted(set(cand) | set(nominated))
+        feasible: list[int] = []
+        processed = len(rows)
+        for pos in cand:
+            ni = infos[int(rows[pos])]
+            assert ni is not None
+            if pos in nominated:
+                st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            else:
+                st = fw.run_filter_plugins(state, pod, ni, plan.node)
+            if st is None:
+                feasible.append(pos)
+                if len(feasible) >= num_to_find:
+                    processed = pos + 1
+                    break
+            else:
+                if st.code == Code.ERROR:
+                    raise FilterError(st)
+                statuses[pos] = st
+        return (rows[np.asarray(feasible, dtype=np.int64)] if feasible else rows[:0]), processed
+
+    # ---------------------------------------------------------------- step 4: diagnosis
+
+    def _diagnose(self, state: CycleState, pod: Pod, rows: np.ndarray, processed: int, plugins: Sequence[Any],
+                  masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                  diagnosis: Diagnosis, explain: Explanation | None, feasible_rows: np.ndarray) -> None:
+        """Per-node status of every processed node that failed (every node, when explaining):
+        the first plugin (in order) that rejects it, with that plugin's reasons."""
+        limit = len(rows) if explain is not None else processed
+        result = self._first_rejections(state, pod, rows[:limit], plugins, masks, statuses, nominated_pos,
+                                        feasible_rows)
+        infos = self.snapshot.infos
+        names = [infos[r].name for r in rows[:limit].tolist()]  # type: ignore[union-attr]
+        record = processed if len(feasible_rows) else limit
+        node_to_status = diagnosis.node_to_status
+        seen: dict[int, Status] = {}
+        for pos, (name, st) in enumerate(zip(names, result)):
+            if explain is not None:
+                # None: feasible, or feasible beyond the nodes the cycle needed to find.
+                explain.filters[name] = "passed" if st is None else \
+                    {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
+            if st is not None and pos < record:
+                node_to_status[name] = st
+                seen[id(st)] = st
+        for st in seen.values():
+            diagnosis.add_plugin_of(st)
+
+    def _first_rejections(self, state: CycleState, pod: Pod, pos_rows: np.ndarray, plugins: Sequence[Any],
+                          masks: dict[str, np.ndarray], statuses: dict[int, Status], nominated_pos: set[int],
+                          feasible_rows: np.ndarray) -> list[Status | None]:
+        """For each of ``pos_rows``, the status of the first plugin (in order) that rejects it, or
+        None. A plugin at a time over all undecided nodes rather than a node at a time, with
+        plugins' ``filter_statuses`` answering for many nodes at once; nodes with nominated pods
+        report the pass with them, as upstream."""
+        fw = self.fw
+        snap = self.snapshot
+        infos = snap.infos
+        limit = len(pos_rows)
+        result: list[Status | None] = [None] * limit
+        undecided = np.ones(limit, dtype=bool)
+        if len(feasible_rows):
+            undecided &= ~np.isin(pos_rows, feasible_rows)
+        for pos, st in statuses.items():
+            if pos < limit:
+                result[pos] = st
+                undecided[pos] = False
+        # Nodes with nominated pods report the first pass's status (with them), as upstream,
+        # even where the vectorized filters alone already rejected the node.
+        per_node_nominated = {pos for pos in nominated_pos if pos < limit}
+        nominated_nodes = fw.nominated_node_names()
+        if nominated_nodes:
+            pos_of = {int(r): i for i, r in enumerate(pos_rows.tolist())}
+            for node_name in nominated_nodes:
+                r = snap.row_of.get(node_name)
+                pos = pos_of.get(r) if r is not None else None
+                if pos is not None and fw.nominated_pods_to_add(pod, node_name):
+                    per_node_nominated.add(pos)
+        for pos in sorted(per_node_nominated):
+            if not undecided[pos]:
+                continue
+            ni = infos[int(pos_rows[pos])]
+            assert ni is not None
+            result[pos] = fw.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            undecided[pos] = False
+        remaining = np.flatnonzero(undecided)
+        for p in plugins:
+            if not len(remaining):
+                break
+            m = masks.get(p.name)
+            if m is not None:
+                passed = m[remaining]
+                failing = remaining[~passed]
+                keep = remaining[passed]
+            else:
+                failing = remaining
+                keep = remaining[:0]
+            if not len(failing):
+                remaining = keep
+                continue
+            still: list[int] = []
+            for pos, st in zip(failing.tolist(), self._statuses_of(p, state, pod, pos_rows[failing])):
+                if st is None or st.code == Code.SUCCESS:
+                    still.append(pos)  # the per-node form lets it through: the next plugins decide
+                else:
+                    result[pos] = st
+            remaining = np.union1d(keep, np.asarray(still, dtype=np.int64)) if still else keep
+        return result
+
+    def _statuses_of(self, p: Any, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
+        """Plugin ``p``'s Filter status (plugin name set; None when it passes) on each row."""
+        if self.fw.vectorize and isinstance(p, VectorizedFilterStatuses) and len(rows) > 1:
+            got = p.filter_statuses(state, pod, self.snapshot, rows)
+            if got is not None:
+                which, distinct = got
+                named: list[Status | None] = [st.with_plugin(p.name) for st in distinct]
+                named.append(None)  # which == -1: passes
+                return [named[k] for k in which.tolist()]
+        infos = self.snapshot.infos
+        out: list[Status | None] = []
+        for r in rows.tolist():
+            st = p.filter(state, pod, infos[r])
+            out.append(st.with_plugin(p.name) if st is not None and st.code != Code.SUCCESS else None)
+        return out
