@@ -5,12 +5,13 @@ to the queue, nodes and storage objects go to the cache and wake the pods they m
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
-from ksched.scheduler.cache.cache import CacheError
+from ksched.scheduler.cache.cache import Cache, CacheError
 from ksched.scheduler.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -20,9 +21,8 @@ from ksched.scheduler.framework.events import (
     ClusterEvent,
     EventResource,
 )
-
-if TYPE_CHECKING:
-    from ksched.scheduler.scheduler import Scheduler
+from ksched.scheduler.framework.runtime import Framework
+from ksched.scheduler.queue.scheduling_queue import PriorityQueue
 
 __all__ = ["add_all_event_handlers", "node_update_events"]
 
@@ -57,7 +57,22 @@ def _ready_changed(old: Node, new: Node) -> bool:
     return conds(old) != conds(new)
 
 
-def add_all_event_handlers(sched: Scheduler) -> None:
+class EventTarget(Protocol):
+    """What the handlers feed: the Scheduler's cache, queue and profiles, and its choices of
+    which pods and nodes are its own."""
+
+    informers: Any
+    cache: Cache
+    queue: PriorityQueue
+    profiles: dict[str, Framework]
+    node_filter: Callable[[Any], bool] | None
+
+    def responsible_for(self, pod: Pod) -> bool: ...
+
+    def watches(self, kind: str) -> bool: ...
+
+
+def add_all_event_handlers(sched: EventTarget) -> None:
     f = sched.informers
     pods = f.informer("Pod")
     nodes = f.informer("Node")
