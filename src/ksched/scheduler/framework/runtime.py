@@ -362,28 +362,24 @@ class Framework:
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo,
                                          node_info: NodeInfo) -> Status | None:
-        for p in self.pre_filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
-                continue
-            st = ext.add_pod(state, pod, pod_info_to_add, node_info)
-            if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running AddPod on PreFilter plugin \"{p.name}\": {st.message()}", p.name)
-        return None
+        return self._run_pre_filter_extensions("AddPod", state, pod, pod_info_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo,
                                             node_info: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extensions("RemovePod", state, pod, pod_info_to_remove, node_info)
+
+    def _run_pre_filter_extensions(self, what: str, state: CycleState, pod: Pod, pod_info: PodInfo,
+                                   node_info: NodeInfo) -> Status | None:
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
                 continue
             ext = p.pre_filter_extensions()
             if ext is None:
                 continue
-            st = ext.remove_pod(state, pod, pod_info_to_remove, node_info)
+            fn = ext.add_pod if what == "AddPod" else ext.remove_pod
+            st = fn(state, pod, pod_info, node_info)
             if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running RemovePod on PreFilter plugin \"{p.name}\": {st.message()}", p.name)
+                return Status.as_error(f"running {what} on PreFilter plugin \"{p.name}\": {st.message()}", p.name)
         return None
 
     # ---------------------------------------------------------------- Filter

@@ -47,6 +47,8 @@ __all__ = [
     "ResourceSpec",
     "ScalarScorer",
     "VectorScorer",
+    "weighted_mean_scorer",
+    "weighted_mean_vector_scorer",
     "gather_columns",
     "is_scalar_resource_name",
     "node_values",
@@ -268,3 +270,51 @@ def safe_den(a: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
     if valid.all():
         return None, a
     return valid, np.where(valid, a, 1)
+
+
+def weighted_mean_scorer(weights: Sequence[int], resource_score: Callable[[int, int], int]) -> ScalarScorer:
+    """The scorer of LeastAllocated and MostAllocated: ``resource_score(requested,
+    allocatable)`` per resource, weighted mean with integer division over the resources the
+    node has (allocatable not 0); 0 without any."""
+
+    def score(requested: Sequence[int], _allocated: Sequence[int], allocatable: Sequence[int]) -> int:
+        node_score = 0
+        weight_sum = 0
+        for i in range(len(requested)):
+            a = allocatable[i]
+            if a == 0:
+                continue
+            w = weights[i]
+            node_score += resource_score(requested[i], a) * w
+            weight_sum += w
+        if weight_sum == 0:
+            return 0
+        return node_score // weight_sum
+
+    return score
+
+
+def weighted_mean_vector_scorer(weights: Sequence[int],
+                                resource_numerator: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> VectorScorer:
+    """``weighted_mean_scorer`` over many rows: per resource ``scaled(resource_numerator(r, a),
+    a)`` (the non-negative numerator of ``resource_score * allocatable / 100``)."""
+
+    def score(cols: list[Column], n: int) -> np.ndarray:
+        node_score = np.zeros(n, dtype=np.int64)
+        weight_sum = np.zeros(n, dtype=np.int64)
+        for i, col in enumerate(cols):
+            if col is None:
+                continue
+            r, _, a = col
+            valid, den = safe_den(a)
+            s = scaled(resource_numerator(r, a), den)
+            w = weights[i]
+            if valid is None:
+                node_score += s * w
+                weight_sum += w
+            else:
+                node_score += np.where(valid, s * w, 0)
+                weight_sum += valid * w
+        return node_score // np.maximum(weight_sum, 1)  # no resource: 0 // 1
+
+    return score
