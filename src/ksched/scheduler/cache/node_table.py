@@ -134,20 +134,3 @@ class NodeTable:
         self.alloc[idx, :ncol] = other.alloc[idx]
         self.req[idx, :ncol] = other.req[idx]
         self.nz[idx] = other.nz[idx]
-
-    def copy_all_from(self, other: NodeTable) -> None:
-        self.alloc = other.alloc.copy()
-        self.req = other.req.copy()
-        self.nz = other.nz.copy()
-
-    def request_vector(self, requests: dict[str, int]) -> np.ndarray:
-        """A pod's requests as a row vector over the table's columns (new names get columns)."""
-        cols = self.cols
-        for k in requests:
-            cols.col(k)
-        self.fit(self.capacity)
-        v = np.zeros(self.alloc.shape[1], dtype=np.int64)
-        idx = cols.index
-        for k, x in requests.items():
-            v[idx[k]] = x
-        return v
