@@ -12,7 +12,6 @@ __all__ = [
     "FieldSelector",
     "LabelSelector",
     "NodeSelector",
-    "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Requirement",
     "SelectorError",
@@ -333,21 +332,6 @@ def parse_label_selector(text: str) -> LabelSelector:
     if not reqs:
         return EVERYTHING
     return LabelSelector(tuple(sorted(reqs, key=lambda r: r.key)))
-
-
-class NodeSelectorRequirement:
-    """A requirement of a node selector term on a label (``matchExpressions``) or a field
-    (``matchFields``, only ``metadata.name``)."""
-
-    __slots__ = ("key", "op", "values")
-
-    def __init__(self, key: str, op: str, values: tuple[str, ...]) -> None:
-        self.key = key
-        self.op = op
-        self.values = values
-
-    def matches_labels(self, labels: Mapping[str, str]) -> bool:
-        return Requirement(self.key, self.op, self.values).matches(labels)
 
 
 class NodeSelectorTerm:
