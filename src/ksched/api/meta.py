@@ -2,7 +2,8 @@
 
 Every object keeps the manifest it was parsed from (``raw``), so nothing a user wrote is lost
 on a round trip; the typed attributes are a read-only view of it.  Objects are immutable once
-stored: a change produces a new object (``with_raw``), as informer caches in Go are read-only.
+stored: a change produces a new object from the changed manifest, as informer caches in Go
+are read-only.
 """
 
 from __future__ import annotations
@@ -148,10 +149,6 @@ class KubeObject:
         if fn is None:
             fn = _COPIERS[cls] = _make_copier(cls)
         return fn(self)  # type: ignore[no-any-return]
-
-    def with_raw(self, raw: dict[str, Any]) -> Self:
-        """A new object of the same kind from a changed manifest."""
-        return type(self)(raw)
 
     @property
     def key(self) -> str:
