@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ksched.api.errors import Forbidden, NotFound
+from ksched.api.errors import Forbidden
 from ksched.api.priorityclass import PriorityClass
 
 __all__ = ["admit_pod", "default_pod"]
@@ -108,8 +108,3 @@ def admit_pod(raw: dict[str, Any], priority_classes: Callable[[], Iterable[Prior
             spec["priorityClassName"] = pc.name
     if "preemptionPolicy" not in spec:
         spec["preemptionPolicy"] = pc.preemption_policy if pc is not None else "PreemptLowerPriority"
-
-
-def require_namespace(exists: bool, namespace: str) -> None:
-    if not exists:
-        raise NotFound(f'namespaces "{namespace}" not found', kind="namespaces", name=namespace)
