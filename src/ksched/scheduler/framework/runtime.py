@@ -284,9 +284,6 @@ class Framework:
             self._forms[key] = forms
         return forms  # type: ignore[no-any-return]
 
-    def has_filter_plugins(self) -> bool:
-        return bool(self.filter_plugins)
-
     def has_score_plugins(self) -> bool:
         return bool(self.score_plugins)
 
