@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -305,14 +305,6 @@ def _remove_from(lst: list[PodInfo], pi: PodInfo) -> None:
         if x is pi:
             lst.pop(i)
             return
-
-
-def sum_requests(pods: Iterable[PodInfo]) -> dict[str, Any]:
-    out: dict[str, int] = {}
-    for pi in pods:
-        for k, v in pi.requests.items():
-            out[k] = out.get(k, 0) + v
-    return out
 
 
 class NodeList(Sequence[NodeInfo]):
