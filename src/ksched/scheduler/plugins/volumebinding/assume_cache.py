@@ -53,10 +53,6 @@ class AssumeCache:
         with self._lock:
             return self._overlay(key, api)
 
-    def get_api_obj(self, key: str) -> KubeObject | None:
-        """The informer's object, ignoring assumptions."""
-        return self.informer.get(key) if self.informer is not None else None
-
     def assume(self, obj: KubeObject) -> None:
         """Make ``obj`` the latest version until the informer has a newer one. Raises
         LookupError when the object is unknown and ValueError when ``obj`` is older than what
