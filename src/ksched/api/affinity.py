@@ -122,7 +122,3 @@ class Affinity:
             d.get("podAffinity"), pod_namespace, pod_labels)
         self.pod_anti_affinity_required, self.pod_anti_affinity_preferred = _terms(
             d.get("podAntiAffinity"), pod_namespace, pod_labels)
-
-    def has_pod_affinity(self) -> bool:
-        return bool(self.pod_affinity_required or self.pod_affinity_preferred
-                    or self.pod_anti_affinity_required or self.pod_anti_affinity_preferred)
