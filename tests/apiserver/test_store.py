@@ -532,9 +532,3 @@ def test_patch_cannot_rename_or_move(store: Store) -> None:
                                                          "labels": {"x": "y"}}})
     assert p.key == "default/a" and p.labels == {"x": "y"}
     assert store.try_get("Pod", "kube-system", "b") is None
-
-
-def test_apply_objects_collects_errors(store: Store) -> None:
-    done, errors = store.apply_objects([mkpod("a"), mkpod("a"), mkpod("b", ns="missing"), mknode("n1")])
-    assert [o.name for o in done] == ["a", "n1"]
-    assert [type(e) for e in errors] == [AlreadyExists, NotFound]

@@ -30,7 +30,6 @@ from typing import Any
 from ksched.api.accounting import NodeAccounting
 from ksched.api.errors import (
     AlreadyExists,
-    ApiError,
     BadRequest,
     BindingConflict,
     Conflict,
@@ -705,16 +704,3 @@ class Store:
         new = cls.from_dict(raw)
         self._commit(cls, MODIFIED, old, new, rv)
         return new
-
-    # ------------------------------------------------------------------ convenience
-
-    def apply_objects(self, objs: Iterable[KubeObject | dict[str, Any]]) -> tuple[list[KubeObject], list[ApiError]]:
-        """Create each object, collecting errors instead of stopping at the first."""
-        done: list[KubeObject] = []
-        errors: list[ApiError] = []
-        for o in objs:
-            try:
-                done.append(self.create(o))
-            except ApiError as e:
-                errors.append(e)
-        return done, errors
