@@ -9,7 +9,7 @@ time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import TypeVar
 
 __all__ = ["DEFAULT_MAXSIZE", "BoundedCache"]
@@ -35,10 +35,3 @@ class BoundedCache(dict[K, V]):
             del self[next(iter(self))]
         self[key] = value
         return value
-
-    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
-        """The value under ``key``, made and stored by ``make()`` if missing."""
-        try:
-            return self[key]
-        except KeyError:
-            return self.put(key, make())
