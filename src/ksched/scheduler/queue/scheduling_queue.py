@@ -110,7 +110,6 @@ class PriorityQueue:
         self.pods: dict[str, QueuedPodInfo] = {}  # every pod the queue holds, by uid
         self.nominator = Nominator()
         self.scheduling_cycle = 0
-        self.move_request_cycle = -1
         self._seq = itertools.count()
         self._last_unschedulable_flush = clock.now()
         self.on_change: Callable[[], None] | None = None
@@ -464,7 +463,6 @@ class PriorityQueue:
             return 0
         if not event.is_wildcard() and not self.interested(event):
             return 0
-        self.move_request_cycle = self.scheduling_cycle
         cands = list(self.unschedulable.values()) if pods is None else list(pods)
         moved = 0
         for qpi in cands:
