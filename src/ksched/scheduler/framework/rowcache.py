@@ -49,8 +49,6 @@ class RowResultCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._nominated: BoundedCache[tuple[Any, ...], Status | None] = BoundedCache()
-        self.hits = 0
-        self.misses = 0
 
     def clear(self) -> None:
         self._entries.clear()
@@ -88,14 +86,12 @@ class RowResultCache:
         n = len(snapshot.infos)
         e = self._get(plugin, "filter", key, snapshot)
         if e is None:
-            self.misses += 1
             values = np.zeros(n, dtype=bool)
             live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
             if len(live):
                 values[live] = self._filter_rows(plugin, state, pod, snapshot, live)
             self._put(plugin, "filter", key, _Entry(values, snapshot.generation, snapshot))
             return values
-        self.hits += 1
         if e.generation != snapshot.generation:
             if len(e.values) < n:
                 grown = np.zeros(n, dtype=bool)
@@ -131,11 +127,9 @@ class RowResultCache:
                     self._entries.pop(k, None)
                     return None
             e.generation = snapshot.generation
-        self.hits += 1
         return e.values
 
     def _store(self, k: tuple[Any, ...], values: np.ndarray, snapshot: Snapshot) -> np.ndarray:
-        self.misses += 1
         self._entries[k] = _Entry(values, snapshot.generation, snapshot)
         self._entries.move_to_end(k)
         if len(self._entries) > self.max_entries:
@@ -193,7 +187,6 @@ class RowResultCache:
         n = len(snapshot.infos)
         e = self._get(plugin, "score", key, snapshot)
         if e is None:
-            self.misses += 1
             values = np.zeros(n, dtype=np.int64)
             live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
             if len(live):
@@ -203,7 +196,6 @@ class RowResultCache:
                 values[live] = s
             self._put(plugin, "score", key, _Entry(values, snapshot.generation, snapshot))
             return values
-        self.hits += 1
         if e.generation != snapshot.generation:
             if len(e.values) < n:
                 grown = np.zeros(n, dtype=np.int64)
