@@ -261,7 +261,6 @@ class ScheduleOne:
     _executor: ThreadPoolExecutor | None
     _binding_tasks: deque[BindingTask]
     _completed: _queue.SimpleQueue[BindingTask]
-    _inflight_bindings: int
     _wake: Any
     _attempt_counters: dict[tuple[str, str], Any]
     _recorder: Callable[[Pod], EventRecorder]
@@ -352,7 +351,6 @@ class ScheduleOne:
         self._record_attempt(fw, "scheduled", start)
         task = BindingTask(fw, state, qpi, assumed, host, start)
         if self._executor is not None:
-            self._inflight_bindings += 1
             self._executor.submit(self._run_binding_in_thread, task)
         else:
             self._binding_tasks.append(task)
@@ -464,7 +462,6 @@ class ScheduleOne:
                 task = self._completed.get_nowait()
             except _queue.Empty:
                 return n
-            self._inflight_bindings -= 1
             self._complete_binding(task)
             n += 1
 

@@ -121,7 +121,6 @@ class Scheduler(ScheduleOne):
         self._completed: _queue.SimpleQueue[BindingTask] = _queue.SimpleQueue()
         self._executor: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=binding_workers, thread_name_prefix="binding") if threaded else None)
-        self._inflight_bindings = 0
         self._wake = threading.Event()
         self.scheduled = 0
         self.failed_attempts = 0
