@@ -201,8 +201,6 @@ class InstanceRegistration:
         self.stats = stats
         self.holding = False
         self.last_renew: float | None = None
-        self.heartbeats = 0
-        self.failures = 0
 
     @property
     def lease_name(self) -> str:
@@ -241,10 +239,7 @@ class InstanceRegistration:
                         self.lease_name, e)
             ok = False
         if ok:
-            self.heartbeats += 1
             self.last_renew = self.clock.now()
-        else:
-            self.failures += 1
         self.holding = ok
         return ok
 
