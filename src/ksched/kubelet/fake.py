@@ -31,7 +31,6 @@ class FakeKubelet:
         self.startup_delay = startup_delay
         self._to_start: list[tuple[float, int, str]] = []
         self._seq = 0
-        self.started = 0
         self.informer = informers.informer("Pod")
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, None))
 
@@ -72,5 +71,4 @@ class FakeKubelet:
                 n += 1
             except ApiError as e:
                 log.debug("starting %s failed: %s", key, e)
-        self.started += n
         return n
