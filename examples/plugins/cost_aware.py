@@ -13,18 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from ksched.api.pod import Pod
-from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
-from ksched.scheduler.framework.interface import (
+from ksched.plugins import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
     EnqueueExtensions,
+    EventResource,
     FilterPlugin,
+    NodeInfo,
     NodeList,
+    Pod,
     ScoreExtensions,
     ScorePlugin,
+    Status,
 )
-from ksched.scheduler.framework.status import Code, Status
-from ksched.scheduler.framework.types import NodeInfo
 
 LABEL = "example.com/hourly-cost"
 
