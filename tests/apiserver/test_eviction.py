@@ -1,142 +1,24 @@
-"""pods/eviction with PodDisruptionBudgets (status computed from Ready pods), graceful deletion
-on a virtual clock, and finalizers."""
+"""pods/eviction with PodDisruptionBudgets (refused when the budget's status allows no
+disruption), graceful deletion on a virtual clock, and finalizers. The budgets' status itself
+is the disruption controller's (tests/controllers/test_disruption.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from api_objects import WEB, mknode, mkpdb, mkpod, pdb, running
 from ksched.api.errors import Conflict, InternalError, NotFound, TooManyRequests
-from ksched.api.meta import format_time
-from ksched.api.pdb import PodDisruptionBudget
-from ksched.api.pod import Pod
 from ksched.api.watch import DELETED, MODIFIED
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
-from ksched.controllers.disruption import DISRUPTED_POD_TIMEOUT, compute_pdb_status
 from ksched.sim.cluster import EmbeddedCluster
 
 
-def mkpod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
-    s.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": labels or {}}, "spec": s}
-
-
-def mknode(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
-
-
-def mkpdb(name: str, selector: dict[str, Any] | None, **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = dict(spec)
-    if selector is not None:
-        s["selector"] = selector
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": "default"}, "spec": s}
-
-
 @pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-def store(clock: VirtualClock) -> Store:
-    s = EmbeddedCluster(clock).store  # with the disruption controller keeping PDB status
+def store(embedded_cluster: EmbeddedCluster) -> Store:
+    s = embedded_cluster.store  # with the disruption controller keeping PDB status
     s.create(mknode("n1"))
     return s
-
-
-def running(store: Store, name: str, labels: dict[str, str] | None = None, ready: bool = True) -> Pod:
-    store.create(mkpod(name, labels))
-    store.bind("default", name, "n1")
-    p = store.get("Pod", "default", name)
-    raw = p.deepcopy_raw()
-    raw["status"]["phase"] = "Running"
-    raw["status"]["conditions"] = [*raw["status"]["conditions"],
-                                   {"type": "Ready", "status": "True" if ready else "False"}]
-    out = store.update_status(raw)
-    assert isinstance(out, Pod)
-    return out
-
-
-def pdb(store: Store, name: str = "web") -> PodDisruptionBudget:
-    p = store.get("PodDisruptionBudget", "default", name)
-    assert isinstance(p, PodDisruptionBudget)
-    return p
-
-
-WEB = {"matchLabels": {"app": "web"}}
-
-
-# ---------------------------------------------------------------- PDB status
-
-
-def test_pdb_status_is_computed_from_ready_pods(store: Store) -> None:
-    running(store, "a", {"app": "web"})
-    running(store, "b", {"app": "web"})
-    running(store, "c", {"app": "web"}, ready=False)
-    running(store, "x", {"app": "other"})
-    store.create(mkpdb("web", WEB, minAvailable=1))
-    b = pdb(store)
-    assert (b.expected_pods, b.current_healthy, b.desired_healthy, b.disruptions_allowed) == (3, 2, 1, 1)
-    cond = b.raw["status"]["conditions"][0]
-    assert cond["type"] == "DisruptionAllowed" and cond["status"] == "True"
-    # A pod becoming ready updates the status.
-    p = store.get("Pod", "default", "c")
-    raw = p.deepcopy_raw()
-    raw["status"]["conditions"] = [c if c["type"] != "Ready" else {**c, "status": "True"}
-                                   for c in raw["status"]["conditions"]]
-    store.update_status(raw)
-    assert pdb(store).disruptions_allowed == 2
-    # A new pod matching the selector, not ready yet, is expected but not healthy.
-    store.create(mkpod("d", {"app": "web"}))
-    b = pdb(store)
-    assert (b.expected_pods, b.current_healthy, b.disruptions_allowed) == (4, 3, 2)
-
-
-@pytest.mark.parametrize(("spec", "desired", "allowed"), [
-    ({"minAvailable": 2}, 2, 2),
-    ({"minAvailable": "50%"}, 2, 2),
-    ({"minAvailable": "51%"}, 3, 1),  # rounded up
-    ({"maxUnavailable": 1}, 3, 1),
-    ({"maxUnavailable": "50%"}, 2, 2),
-    ({"maxUnavailable": "0%"}, 4, 0),
-    ({"minAvailable": 5}, 5, 0),
-    ({}, 0, 4),
-])
-def test_pdb_min_available_and_max_unavailable(store: Store, spec: dict[str, Any], desired: int, allowed: int) -> None:
-    for n in "abcd":
-        running(store, n, {"app": "web"})
-    store.create(mkpdb("web", WEB, **spec))
-    b = pdb(store)
-    assert (b.desired_healthy, b.disruptions_allowed) == (desired, allowed)
-
-
-def test_nil_selector_matches_nothing_and_empty_selects_all(store: Store) -> None:
-    running(store, "a", {"app": "web"})
-    store.create(mkpdb("none", None, minAvailable=0))
-    store.create({**mkpdb("all", {}, minAvailable=0)})
-    assert pdb(store, "none").expected_pods == 0
-    assert pdb(store, "all").expected_pods == 1
-
-
-def test_compute_pdb_status_keeps_recent_disruptions(clock: VirtualClock) -> None:
-    now = clock.now()
-    b = PodDisruptionBudget({"metadata": {"name": "b", "namespace": "d"},
-                             "spec": {"minAvailable": 1, "selector": WEB}})
-    pods = [Pod({"metadata": {"name": n, "namespace": "d", "labels": {"app": "web"}},
-                 "spec": {"containers": [{"name": "c"}], "nodeName": "n"},
-                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
-            for n in "ab"]
-    st = compute_pdb_status(b, pods, now, {"a": now - 10})
-    assert st["currentHealthy"] == 1 and st["disruptionsAllowed"] == 0
-    assert st["disruptedPods"] == {"a": format_time(now - 10)}
-    st = compute_pdb_status(b, pods, now + DISRUPTED_POD_TIMEOUT, {"a": now - 10})
-    assert st["currentHealthy"] == 2 and st["disruptedPods"] == {}
 
 
 # ---------------------------------------------------------------- eviction

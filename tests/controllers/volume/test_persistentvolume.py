@@ -1,5 +1,5 @@
-"""The embedded store's PV controller: binding (as upstream's PV controller), simulated
-provisioning, default class, release/lost; and the storage helpers it shares with the scheduler."""
+"""The PV controller (ksched.controllers.volume.persistentvolume) in an embedded cluster: binding
+(as upstream's PV controller), simulated provisioning, default class, release/lost."""
 
 from __future__ import annotations
 
@@ -7,54 +7,10 @@ from typing import Any
 
 import pytest
 
+from api_objects import HOST, pv, pvc, sc
 from ksched.api.storage import PersistentVolume, PersistentVolumeClaim
-from ksched.api.volumes import (
-    bind_volume_to_claim,
-    claim_class,
-    find_matching_volume,
-    is_volume_bound_to_claim,
-    match_topology_selector_terms,
-)
 from ksched.apiserver.store import Store
-from ksched.clock import VirtualClock
-from ksched.sim.cluster import EmbeddedCluster
 from ksched.testing import make_node
-
-HOST = "kubernetes.io/hostname"
-
-
-@pytest.fixture
-def store() -> Store:
-    return EmbeddedCluster(VirtualClock()).store
-
-
-def sc(name: str, mode: str = "Immediate", provisioner: str = "kubernetes.io/no-provisioner",
-       annotations: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": name}
-    if annotations:
-        md["annotations"] = annotations
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": md, "provisioner": provisioner,
-            "volumeBindingMode": mode, **extra}
-
-
-def pvc(name: str, cls: str | None = "", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
-        annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, **spec}
-    if cls is not None:
-        s["storageClassName"] = cls
-    md: dict[str, Any] = {"name": name, "namespace": "default"}
-    if annotations:
-        md["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": md, "spec": s}
-
-
-def pv(name: str, cls: str = "", size: str = "5Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
-       labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": name}
-    if labels:
-        md["labels"] = labels
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": md,
-            "spec": {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls, **spec}}
 
 
 def claim(store: Store, name: str) -> PersistentVolumeClaim:
@@ -350,71 +306,3 @@ def test_many_claims_and_volumes(store: Store) -> None:
     got = {c.name: c.volume_name for c in store.items("PersistentVolumeClaim")}  # type: ignore[attr-defined]
     # Claims come largest first, each takes the smallest volume that fits: c_i gets v_(299-i).
     assert got == {f"c{i:03d}": f"v{299 - i:03d}" for i in range(300)}
-
-
-# ---- helpers -------------------------------------------------------------------------------
-
-def _pv(**kw: Any) -> PersistentVolume:
-    return PersistentVolume(pv("v", **kw))
-
-
-def _pvc(**kw: Any) -> PersistentVolumeClaim:
-    raw = pvc("c", **kw)
-    raw["metadata"]["uid"] = "uid-c"
-    raw["metadata"]["resourceVersion"] = "7"
-    return PersistentVolumeClaim(raw)
-
-
-def test_claim_class() -> None:
-    assert claim_class(_pvc(cls=None)) == ""
-    assert claim_class(_pvc(cls="a")) == "a"
-    assert claim_class(_pvc(cls="a", annotations={"volume.beta.kubernetes.io/storage-class": "b"})) == "b"
-
-
-def test_is_volume_bound_to_claim() -> None:
-    c = _pvc()
-    assert not is_volume_bound_to_claim(_pv(), c)
-    assert is_volume_bound_to_claim(_pv(claimRef={"namespace": "default", "name": "c"}), c)
-    assert is_volume_bound_to_claim(_pv(claimRef={"namespace": "default", "name": "c", "uid": "uid-c"}), c)
-    assert not is_volume_bound_to_claim(_pv(claimRef={"namespace": "default", "name": "c", "uid": "x"}), c)
-    assert not is_volume_bound_to_claim(_pv(claimRef={"namespace": "other", "name": "c"}), c)
-
-
-def test_bind_volume_to_claim() -> None:
-    c = _pvc()
-    new, dirty = bind_volume_to_claim(_pv(), c)
-    assert dirty and new.claim_ref == {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "c",
-                                       "uid": "uid-c", "apiVersion": "v1", "resourceVersion": "7"}
-    assert new.annotations["pv.kubernetes.io/bound-by-controller"] == "yes"
-    # Pre-bound by the user (no UID): the UID is filled in, no bound-by-controller annotation.
-    new, dirty = bind_volume_to_claim(_pv(claimRef={"namespace": "default", "name": "c"}), c)
-    assert dirty and new.claim_ref["uid"] == "uid-c"  # type: ignore[index]
-    assert "pv.kubernetes.io/bound-by-controller" not in new.annotations
-    done = _pv(claimRef={"namespace": "default", "name": "c", "uid": "uid-c"})
-    again, dirty = bind_volume_to_claim(done, c)
-    assert not dirty and again is done
-
-
-def test_find_matching_volume_prebound_volume_must_fit_the_node() -> None:
-    c = _pvc()
-    affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": HOST, "operator": "In", "values": ["n1"]}]}]}}
-    reserved = PersistentVolume(pv("reserved", claimRef={"namespace": "default", "name": "c"}, nodeAffinity=affinity))
-    free = PersistentVolume(pv("free", size="1Gi"))
-    free.raw["status"] = {"phase": "Available"}
-    assert find_matching_volume(c, [free, reserved], {HOST: "n1"}, None, True) is reserved
-    # Reserved for the claim but not usable on this node: nothing (not another volume).
-    assert find_matching_volume(c, [free, reserved], {HOST: "n2"}, None, True) is None
-    # Controller path, delay binding: only a reserved volume.
-    assert find_matching_volume(c, [free], None, None, True) is None
-    assert find_matching_volume(c, [free], None, None, False) is free
-    assert find_matching_volume(c, [free], None, {"free": free}, False) is None
-
-
-def test_match_topology_selector_terms() -> None:
-    terms = [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}, {"key": "rack", "values": ["1", "2"]}]},
-             {"matchLabelExpressions": [{"key": "zone", "values": ["z"]}]}]
-    assert match_topology_selector_terms([], {})
-    assert match_topology_selector_terms(terms, {"zone": "a", "rack": "2"})
-    assert match_topology_selector_terms(terms, {"zone": "z"})
-    assert not match_topology_selector_terms(terms, {"zone": "a"})

@@ -1,0 +1,90 @@
+"""Raw API objects (dicts, as a client sends them) and small store helpers shared by test files
+of several directories: the API server's eviction tests and the disruption controller's tests
+(pods, nodes, budgets), the PV controller's tests and ``ksched.api.volumes``' tests (storage
+classes, claims, volumes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ksched.api.pdb import PodDisruptionBudget
+from ksched.api.pod import Pod
+from ksched.apiserver.store import Store
+
+# ---------------------------------------------------------------- pods, nodes, budgets
+
+
+def mkpod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
+    s.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels or {}}, "spec": s}
+
+
+def mknode(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
+
+
+def mkpdb(name: str, selector: dict[str, Any] | None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = dict(spec)
+    if selector is not None:
+        s["selector"] = selector
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": s}
+
+
+def running(store: Store, name: str, labels: dict[str, str] | None = None, ready: bool = True) -> Pod:
+    """A pod created, bound to node n1 and Running (Ready unless ``ready`` is False)."""
+    store.create(mkpod(name, labels))
+    store.bind("default", name, "n1")
+    p = store.get("Pod", "default", name)
+    raw = p.deepcopy_raw()
+    raw["status"]["phase"] = "Running"
+    raw["status"]["conditions"] = [*raw["status"]["conditions"],
+                                   {"type": "Ready", "status": "True" if ready else "False"}]
+    out = store.update_status(raw)
+    assert isinstance(out, Pod)
+    return out
+
+
+def pdb(store: Store, name: str = "web") -> PodDisruptionBudget:
+    p = store.get("PodDisruptionBudget", "default", name)
+    assert isinstance(p, PodDisruptionBudget)
+    return p
+
+
+WEB = {"matchLabels": {"app": "web"}}
+
+# ---------------------------------------------------------------- storage
+
+HOST = "kubernetes.io/hostname"
+
+
+def sc(name: str, mode: str = "Immediate", provisioner: str = "kubernetes.io/no-provisioner",
+       annotations: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": md, "provisioner": provisioner,
+            "volumeBindingMode": mode, **extra}
+
+
+def pvc(name: str, cls: str | None = "", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
+        annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, **spec}
+    if cls is not None:
+        s["storageClassName"] = cls
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": md, "spec": s}
+
+
+def pv(name: str, cls: str = "", size: str = "5Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
+       labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": md,
+            "spec": {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls, **spec}}
