@@ -4,7 +4,6 @@ server's pod strategy sets it; a pod without gates or with its own PodScheduled 
 from __future__ import annotations
 
 from ksched.apiserver.store import Store
-from ksched.clock import VirtualClock
 
 
 def _pod(name: str, gates: list[str], conditions: list[dict] | None = None) -> dict:
@@ -17,16 +16,14 @@ def _pod(name: str, gates: list[str], conditions: list[dict] | None = None) -> d
     return p
 
 
-def test_gated_pod_gets_the_condition() -> None:
-    s = Store(VirtualClock())
-    p = s.create(_pod("gated", ["example.com/a"]))
+def test_gated_pod_gets_the_condition(store: Store) -> None:
+    p = store.create(_pod("gated", ["example.com/a"]))
     assert p.condition("PodScheduled") == {
         "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
         "message": "Scheduling is blocked due to non-empty scheduling gates"}
 
 
-def test_ungated_pod_and_existing_condition_untouched() -> None:
-    s = Store(VirtualClock())
-    assert s.create(_pod("plain", [])).condition("PodScheduled") is None
+def test_ungated_pod_and_existing_condition_untouched(store: Store) -> None:
+    assert store.create(_pod("plain", [])).condition("PodScheduled") is None
     own = {"type": "PodScheduled", "status": "False", "reason": "Custom"}
-    assert s.create(_pod("own", ["g"], [own])).condition("PodScheduled") == own
+    assert store.create(_pod("own", ["g"], [own])).condition("PodScheduled") == own

@@ -42,10 +42,10 @@ def mknode(name: str, **alloc: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def store() -> Store:
-    s = Store(VirtualClock())
-    s.create(mknode("n1"))
-    return s
+def store(store: Store) -> Store:
+    """The conftest's empty store, with node n1."""
+    store.create(mknode("n1"))
+    return store
 
 
 def test_binding_sets_node_name_and_pod_scheduled(store: Store) -> None:

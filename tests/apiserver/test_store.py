@@ -42,11 +42,6 @@ def mknode(name: str, labels: dict[str, str] | None = None, **alloc: str) -> dic
             "status": {"allocatable": a}}
 
 
-@pytest.fixture
-def store() -> Store:
-    return Store(VirtualClock())
-
-
 # ---------------------------------------------------------------- basics
 
 

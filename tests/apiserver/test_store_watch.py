@@ -32,10 +32,10 @@ def summary(evs: list[WatchEvent]) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def store() -> Store:
-    s = Store(VirtualClock())
-    s.create(mknode("n1"))
-    return s
+def store(store: Store) -> Store:
+    """The conftest's empty store, with node n1."""
+    store.create(mknode("n1"))
+    return store
 
 
 def test_watch_from_now_sees_added_modified_deleted(store: Store) -> None:

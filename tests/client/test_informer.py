@@ -76,11 +76,11 @@ def state(objs: Any) -> dict[str, str]:
 
 
 @pytest.fixture
-def store() -> Store:
-    s = Store(VirtualClock())
-    s.create(mknode("n1"))
-    s.create(mknode("n2"))
-    return s
+def store(store: Store) -> Store:
+    """The conftest's empty store, with nodes n1 and n2."""
+    store.create(mknode("n1"))
+    store.create(mknode("n2"))
+    return store
 
 
 def make(store: Store, **kw: Any) -> tuple[SharedInformer, Recorder]:
