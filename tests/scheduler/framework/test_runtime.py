@@ -20,14 +20,20 @@ from core_helpers import (
 from ksched.clock import VirtualClock
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.interface import (
+    FilterPlugin,
     PermitPlugin,
     PostFilterResult,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    RowLocal,
+    ScoreExtensions,
+    ScorePlugin,
+    VectorizedFilter,
+    VectorizedFilterStatuses,
     VectorizedScore,
 )
-from ksched.scheduler.framework.runtime import MAX_PERMIT_TIMEOUT, Framework
+from ksched.scheduler.framework.runtime import MAX_PERMIT_TIMEOUT, Framework, FrameworkError
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.registry import Registry
@@ -560,3 +566,55 @@ def test_bind_skip_falls_through_and_all_skip_is_an_error():
     fw3 = fw_with(bind_plugin("E1", log, error=True), core=("PrioritySort",))
     st = fw3.run_bind(CycleState(), make_pod("p"), "n")
     assert st is not None and st.code == Code.ERROR and st.plugin == "E1"
+
+
+# ------------------------------------------------------------------ construction: the fast-path contract
+
+
+class _AFilter(FilterPlugin):
+    def filter(self, state: CycleState, pod: Any, node_info: NodeInfo) -> Status | None:
+        return None
+
+
+class _AScore(ScorePlugin):
+    def score(self, state: CycleState, pod: Any, node_info: NodeInfo) -> tuple[int, Status | None]:
+        return 0, None
+
+
+def _fast(self: Any, *args: Any) -> Any:
+    return None
+
+
+FAST_PATH_METHODS = [
+    ("filter_nodes", _AFilter, VectorizedFilter),
+    ("score_nodes", _AScore, VectorizedScore),
+    ("row_local_key", _AFilter, RowLocal),
+    ("filter_statuses", _AFilter, VectorizedFilterStatuses),
+    ("normalize_score", _AScore, ScoreExtensions),
+]
+
+
+@pytest.mark.parametrize(("method", "base", "declared_by"), FAST_PATH_METHODS, ids=[m[0] for m in FAST_PATH_METHODS])
+def test_a_fast_path_method_without_its_declaration_is_refused(method: str, base: type, declared_by: type) -> None:
+    """Ignoring it would change scores or speed silently: the framework names the plugin, the
+    method and the class it must derive from."""
+    undeclared = type("Undeclared", (base,), {"name": "Undeclared", method: _fast})
+    with pytest.raises(FrameworkError) as ei:
+        fw_with(undeclared)
+    assert str(ei.value) == (f'plugin "Undeclared" defines {method} but does not derive from '
+                             f"{declared_by.__name__} (ksched.scheduler.framework.interface)")
+    declared = type("Declared", (base, declared_by), {"name": "Declared", method: _fast})
+    assert isinstance(fw_with(declared).plugins["Declared"], declared_by)
+
+
+def test_an_inherited_fast_path_method_counts_too() -> None:
+    class Normalizing:
+        def normalize_score(self, state: Any, pod: Any, nodes: Any, scores: Any) -> Status | None:
+            return None
+
+    class Inherits(_AScore, Normalizing):
+        name = "Inherits"
+
+    with pytest.raises(FrameworkError, match='plugin "Inherits" defines normalize_score but does not derive '
+                                             "from ScoreExtensions"):
+        fw_with(Inherits)
