@@ -1,7 +1,7 @@
 """Raw API objects (dicts, as a client sends them) and small store helpers shared by test files
-of several directories: the API server's eviction tests and the disruption controller's tests
-(pods, nodes, budgets), the PV controller's tests and ``ksched.api.volumes``' tests (storage
-classes, claims, volumes)."""
+of several directories: pods (the API server's watch and eviction tests, the informer's tests,
+the disruption controller's), nodes and budgets (eviction, disruption), storage classes, claims
+and volumes (the PV controller's tests and ``ksched.api.volumes``')."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from ksched.apiserver.store import Store
 # ---------------------------------------------------------------- pods, nodes, budgets
 
 
-def mkpod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def mkpod(name: str, labels: dict[str, str] | None = None, ns: str = "default", **spec: Any) -> dict[str, Any]:
     s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
     s.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": labels or {}}, "spec": s}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": s}
 
 
 def mknode(name: str) -> dict[str, Any]:

@@ -8,18 +8,12 @@ from typing import Any
 
 import pytest
 
+from api_objects import mkpod
 from ksched.api.errors import BadRequest, Gone
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
-
-
-def mkpod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
-    s.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": s}
 
 
 def mknode(name: str) -> dict[str, Any]:

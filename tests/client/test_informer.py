@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api_objects import mkpod
 from ksched.api.errors import ApiError
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
@@ -26,13 +27,6 @@ from ksched.client.informer import (
 )
 from ksched.client.interface import ClusterClient
 from ksched.clock import VirtualClock
-
-
-def mkpod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"containers": [{"name": "c", "image": "img"}]}
-    s.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": s}
 
 
 def mknode(name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from api_objects import mkpod
 from ksched.api.errors import Conflict
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
@@ -20,11 +21,6 @@ from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
-
-
-def mkpod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "image": "img"}]}}
 
 
 class Recording(Controller):
