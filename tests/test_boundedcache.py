@@ -52,41 +52,8 @@ def test_reads_do_not_keep_an_entry_longer() -> None:
     c.put("a", 1)
     c.put("b", 2)
     assert c["a"] == 1 and c.get("a") == 1 and "a" in c
-    assert c.get_or_make("a", lambda: 99) == 1
     c.put("c", 3)
     assert dict(c) == {"b": 2, "c": 3}
-
-
-def test_get_or_make_calls_make_once_per_missing_key() -> None:
-    c: BoundedCache[str, list[str]] = BoundedCache(2)
-    made: list[str] = []
-
-    def make(k: str) -> Any:
-        def f() -> list[str]:
-            made.append(k)
-            return [k]
-        return f
-
-    first = c.get_or_make("a", make("a"))
-    assert first == ["a"] and made == ["a"]
-    assert c.get_or_make("a", make("a")) is first  # stored: not made again
-    assert made == ["a"]
-    c.get_or_make("b", make("b"))
-    c.get_or_make("c", make("c"))  # full: "a" (stored first) goes
-    assert made == ["a", "b", "c"] and list(c) == ["b", "c"]
-    assert c.get_or_make("a", make("a")) == ["a"] and made == ["a", "b", "c", "a"]
-
-
-def test_get_or_make_stores_nothing_when_make_raises() -> None:
-    c: BoundedCache[str, int] = BoundedCache(2)
-    c.put("a", 1)
-
-    def boom() -> int:
-        raise RuntimeError("cannot make")
-
-    with pytest.raises(RuntimeError):
-        c.get_or_make("b", boom)
-    assert dict(c) == {"a": 1}
 
 
 KEYS = st.sampled_from("abcdefg")
@@ -95,7 +62,6 @@ KEYS = st.sampled_from("abcdefg")
 @settings(max_examples=200, deadline=None)
 @given(maxsize=st.integers(1, 5),
        ops=st.lists(st.one_of(st.tuples(st.just("put"), KEYS, st.integers()),
-                              st.tuples(st.just("get_or_make"), KEYS, st.integers()),
                               st.tuples(st.just("read"), KEYS, st.just(0))), max_size=40))
 def test_random_operations_match_a_first_stored_first_forgotten_model(maxsize: int,
                                                                       ops: list[tuple[str, str, int]]) -> None:
@@ -108,10 +74,7 @@ def test_random_operations_match_a_first_stored_first_forgotten_model(maxsize: i
         if op == "read":
             assert c.get(k) == (present[1] if present else None)
             continue
-        if op == "get_or_make" and present is not None:
-            assert c.get_or_make(k, lambda: pytest.fail("made a present key")) == present[1]
-            continue
-        got = c.put(k, v) if op == "put" else c.get_or_make(k, lambda v=v: v)  # type: ignore[misc]
+        got = c.put(k, v)
         assert got == v
         if present is not None:
             present[1] = v
