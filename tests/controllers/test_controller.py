@@ -211,15 +211,26 @@ def test_an_api_error_retries_the_key_after_its_backoff(clock: VirtualClock) -> 
     assert due is not None and due - clock.now() == pytest.approx(0.005)
 
 
-def test_other_exceptions_from_sync_are_not_swallowed(clock: VirtualClock) -> None:
+def test_a_crashing_sync_is_logged_and_retried_without_stopping_the_others(
+        clock: VirtualClock, caplog: pytest.LogCaptureFixture) -> None:
+    """A bug in one sync must not fail the unrelated store write whose settle ran it, nor
+    stop the keys queued after it: it is logged with its traceback and retried with backoff."""
+    synced: list[str] = []
+
     class Broken(Controller):
         name = "broken"
 
         def sync(self, key: Any) -> None:
-            raise KeyError(key)
+            if key == "a":
+                raise KeyError(key)
+            synced.append(key)
 
     c = Broken(None, None, clock)  # type: ignore[arg-type]
     c.queue.add("a")
-    with pytest.raises(KeyError):
-        c.process()
-    assert c.next_wakeup() is None  # not retried: a bug, not a conflict with the cluster
+    c.queue.add("b")
+    with caplog.at_level("ERROR"):
+        assert c.process() == 2
+    assert synced == ["b"]
+    assert "broken: syncing 'a' crashed" in caplog.text and "KeyError" in caplog.text
+    due = c.next_wakeup()
+    assert due is not None and due - clock.now() == pytest.approx(0.005)

@@ -107,7 +107,8 @@ class Controller(ABC):
 
     @abstractmethod
     def sync(self, key: Any) -> None:
-        """Bring the cluster in line for one key. An ApiError retries the key with backoff."""
+        """Bring the cluster in line for one key. An exception (an ApiError, usually) retries
+        the key with backoff."""
 
     def process(self, limit: int = 1 << 30) -> int:
         """Sync the ready keys (at most ``limit``); returns how many were synced."""
@@ -121,6 +122,11 @@ class Controller(ABC):
                 self.sync(key)
             except ApiError as e:
                 log.debug("%s: syncing %r failed, retrying: %s", self.name, key, e)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                # A bug: say so loudly, but neither stop the other controllers nor fail the
+                # unrelated write whose settle ran this sync.
+                log.exception("%s: syncing %r crashed, retrying", self.name, key)
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)

@@ -127,9 +127,10 @@ class ControllerManager:
                 self._wake.clear()
                 try:
                     self.informers.process()
-                    busy = any(c.process(64) for c in self.controllers)
-                except Exception:  # a controller's bug must not stop the others
-                    log.exception("controller sync crashed")
+                    # Every controller gets its turn each round: a busy one starves no other.
+                    busy = sum(c.process(64) for c in self.controllers) > 0
+                except Exception:  # a handler's bug must not stop the controllers
+                    log.exception("controller manager: processing events crashed")
                     busy = False
                 if busy:
                     continue
