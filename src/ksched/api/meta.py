@@ -89,13 +89,16 @@ class OwnerReference:
 
 
 class KubeObject:
-    """Common metadata of all kinds. Subclasses set KIND, API_VERSION, PLURAL, NAMESPACED."""
+    """Common metadata of all kinds. Subclasses set KIND, API_VERSION, PLURAL, NAMESPACED (and
+    STATUS_SUBRESOURCE when the kind has a ``status`` subresource: updates of the main resource
+    then leave the status alone)."""
 
     KIND: ClassVar[str] = ""
     API_VERSION: ClassVar[str] = "v1"
     PLURAL: ClassVar[str] = ""
     NAMESPACED: ClassVar[bool] = True
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
+    STATUS_SUBRESOURCE: ClassVar[bool] = False
 
     __slots__ = (
         "annotations",

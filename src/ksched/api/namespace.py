@@ -14,6 +14,7 @@ class Namespace(KubeObject):
     PLURAL: ClassVar[str] = "namespaces"
     NAMESPACED: ClassVar[bool] = False
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ns",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = ("phase",)
 

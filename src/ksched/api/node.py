@@ -30,6 +30,7 @@ class Node(KubeObject):
     PLURAL: ClassVar[str] = "nodes"
     NAMESPACED: ClassVar[bool] = False
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("no",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = ("allocatable", "capacity", "conditions", "images", "taints", "unschedulable")
 

@@ -15,6 +15,7 @@ class PodDisruptionBudget(KubeObject):
     API_VERSION: ClassVar[str] = "policy/v1"
     PLURAL: ClassVar[str] = "poddisruptionbudgets"
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("pdb",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = ("current_healthy", "desired_healthy", "disrupted_pods", "disruptions_allowed",
                  "expected_pods", "max_unavailable", "min_available", "selector")

@@ -126,6 +126,7 @@ class Pod(KubeObject):
     KIND: ClassVar[str] = "Pod"
     PLURAL: ClassVar[str] = "pods"
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("po",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = (
         "_cache",

@@ -23,6 +23,7 @@ class PersistentVolume(KubeObject):
     PLURAL: ClassVar[str] = "persistentvolumes"
     NAMESPACED: ClassVar[bool] = False
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("pv",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = ("access_modes", "capacity", "claim_ref", "csi_driver", "csi_volume_handle", "node_affinity",
                  "phase", "reclaim_policy", "storage_class_name", "volume_mode")
@@ -57,6 +58,7 @@ class PersistentVolumeClaim(KubeObject):
     KIND: ClassVar[str] = "PersistentVolumeClaim"
     PLURAL: ClassVar[str] = "persistentvolumeclaims"
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("pvc",)
+    STATUS_SUBRESOURCE: ClassVar[bool] = True
 
     __slots__ = ("access_modes", "phase", "request", "selector", "storage_class_name", "volume_mode",
                  "volume_name")

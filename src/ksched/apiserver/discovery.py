@@ -11,7 +11,6 @@ from ksched.api.meta import KubeObject
 __all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_versions", "resolve_resource"]
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-_STATUS_SUBRESOURCE = {"Pod", "Node", "Namespace", "PodDisruptionBudget", "PersistentVolume", "PersistentVolumeClaim"}
 _CATEGORIES = {"Pod": ["all"]}
 
 
@@ -67,7 +66,7 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
         if c.KIND in _CATEGORIES:
             r["categories"] = _CATEGORIES[c.KIND]
         resources.append(r)
-        if c.KIND in _STATUS_SUBRESOURCE:
+        if c.STATUS_SUBRESOURCE:
             resources.append({"name": f"{c.PLURAL}/status", "singularName": "", "namespaced": c.NAMESPACED,
                               "kind": c.KIND, "verbs": ["get", "patch", "update"]})
         if c.KIND == "Pod":

@@ -60,9 +60,6 @@ from ksched.clock import Clock, RealClock
 __all__ = ["Store"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-# Kinds whose main resource ignores status changes (they have a status subresource).
-_STATUS_SUBRESOURCE = frozenset(("Pod", "Node", "Namespace", "PodDisruptionBudget", "PersistentVolume",
-                                 "PersistentVolumeClaim"))
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
@@ -440,7 +437,7 @@ class Store:
             new_md = dict(omd)
         else:
             new_raw = dict(raw)
-            if cls.KIND in _STATUS_SUBRESOURCE:
+            if cls.STATUS_SUBRESOURCE:  # the main resource ignores status changes
                 if "status" in old_raw:
                     new_raw["status"] = old_raw["status"]
                 else:
