@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from ksched import __version__
+from ksched.aioserver import BackgroundServer
 from ksched.api.errors import (
     ApiError,
     BadRequest,
@@ -113,12 +114,7 @@ class ApiServer:
         self.token = token
         self.ssl_context = ssl_context
         self.bookmark_interval = bookmark_interval
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._stopping: asyncio.Event | None = None
-        self._start_error: BaseException | None = None
+        self._server: BackgroundServer | None = None
         self._open_watches: set[Any] = set()  # watch streams being served
         self.app = self._make_app()
 
@@ -134,56 +130,29 @@ class ApiServer:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 
-    async def _start_async(self) -> None:
-        self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
-        await site.start()
-        if self.port == 0:
-            sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-            if sockets:
-                self.port = sockets[0].getsockname()[1]
+    @property
+    def _thread(self) -> threading.Thread | None:
+        """The serving thread (None before ``start()``)."""
+        return self._server.thread if self._server is not None else None
 
     def start(self) -> None:
         """Serve from a background thread; returns once the socket listens."""
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            self._stopping = asyncio.Event()
-            try:
-                loop.run_until_complete(self._start_async())
-            except BaseException as e:  # report bind errors to the caller
-                self._start_error = e
-                self._ready.set()
-                return
-            self._ready.set()
-            loop.run_until_complete(self._stopping.wait())
-            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="apiserver", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)
-        if self._start_error is not None:
-            raise self._start_error
+        self._server = BackgroundServer(self.app, self.host, self.port, self.ssl_context, "apiserver")
+        self._server.start()
+        self.port = self._server.port
 
     def stop(self) -> None:
         # End the watch streams first: a handler waiting for the next event (up to a bookmark
-        # interval) would otherwise hold the shutdown until the join below times out.
+        # interval) would otherwise hold the shutdown until the server's join times out.
         for w in list(self._open_watches):
             w.stop()
-        if self._loop is not None and self._stopping is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._server is not None:
+            self._server.stop()
 
     def wait(self) -> None:
         """Block until stopped."""
-        if self._thread is not None:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
+        if self._server is not None:
+            self._server.wait()
 
     # ---------------------------------------------------------------- middleware
 

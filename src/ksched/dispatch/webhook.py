@@ -31,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ksched.aioserver import BackgroundServer
 from ksched.api.accounting import NodeAccounting
 from ksched.api.errors import ApiError, BindingConflict, NotFound
 from ksched.api.node import Node
@@ -77,11 +78,7 @@ class BindingWebhook:
         self._pods = self.informers.informer("Pod")
         self._nodes = self.informers.informer("Node")
         self._pods.add_handler(EventHandler(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopping: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._start_error: BaseException | None = None
+        self._server: BackgroundServer | None = None
 
     # ---------------------------------------------------------------- the view
 
@@ -237,47 +234,19 @@ class BindingWebhook:
         with self._lock:
             self.informers.process()
 
-        async def serve() -> web.AppRunner:
-            app = web.Application(client_max_size=8 * 1024 * 1024)
-            app.router.add_post("/validate", self._handle)
-            app.router.add_post("/", self._handle)
-            app.router.add_get("/healthz", self._healthz)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
-            await site.start()
-            if self.port == 0:
-                sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-                if sockets:
-                    self.port = sockets[0].getsockname()[1]
-            return runner
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            self._stopping = asyncio.Event()
-            try:
-                runner = loop.run_until_complete(serve())
-            except BaseException as e:  # report bind errors to the caller
-                self._start_error = e
-                self._ready.set()
-                return
-            self._ready.set()
-            loop.run_until_complete(self._stopping.wait())
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="binding-webhook", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)
-        if self._start_error is not None:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/validate", self._handle)
+        app.router.add_post("/", self._handle)
+        app.router.add_get("/healthz", self._healthz)
+        self._server = BackgroundServer(app, self.host, self.port, self.ssl_context, "binding-webhook")
+        try:
+            self._server.start()
+        except BaseException:
             self.informers.stop()
-            raise self._start_error
+            raise
+        self.port = self._server.port
 
     def stop(self) -> None:
-        if self._loop is not None and self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._server is not None:
+            self._server.stop()
         self.informers.stop()
