@@ -311,23 +311,29 @@ def _tolerations(v: _V, path: Path, tols: Any) -> None:
                 v.invalid(p.child("effect"), eff, "effect must be 'NoExecute' when `tolerationSeconds` is set")
 
 
+def _selector_requirement(v: _V, p: Path, e: Any, ops: tuple[str, ...]) -> tuple[str, Any, list[Any]]:
+    """(key, operator, values) of one requirement of a label or node selector, with what both
+    check: a key, an operator of ``ops``, values for In/NotIn and none for Exists/DoesNotExist."""
+    e = v.mapping(p, e)
+    key = v.string(p.child("key"), e.get("key"), required=True)
+    op = e.get("operator")
+    vals = v.sequence(p.child("values"), e.get("values"))
+    if op not in ops:
+        v.unsupported(p.child("operator"), op, ops)
+    elif op in ("In", "NotIn") and not vals:
+        v.required(p.child("values"))
+    elif op in ("Exists", "DoesNotExist") and vals:
+        v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+    return key, op, vals
+
+
 def _node_selector_term(v: _V, path: Path, term: Any) -> None:
     term = v.mapping(path, term)
     for part in ("matchExpressions", "matchFields"):
         for i, e in enumerate(v.sequence(path.child(part), term.get(part))):
             p = path.child(part).index(i)
-            e = v.mapping(p, e)
-            key = v.string(p.child("key"), e.get("key"), required=True)
-            op = e.get("operator")
-            vals = v.sequence(p.child("values"), e.get("values"))
-            if op not in _NODE_SELECTOR_OPS:
-                v.unsupported(p.child("operator"), op, _NODE_SELECTOR_OPS)
-            elif op in ("In", "NotIn") and not vals:
-                v.required(p.child("values"))
-            elif op in ("Exists", "DoesNotExist") and vals:
-                v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or "
-                                               "'DoesNotExist'")
-            elif op in ("Gt", "Lt"):
+            key, op, vals = _selector_requirement(v, p, e, _NODE_SELECTOR_OPS)
+            if op in ("Gt", "Lt"):
                 if len(vals) != 1:
                     v.required(p.child("values"))
                 else:
@@ -346,16 +352,7 @@ def _label_selector(v: _V, path: Path, sel: Any) -> None:
     _labels(v, path.child("matchLabels"), sel.get("matchLabels"))
     for i, e in enumerate(v.sequence(path.child("matchExpressions"), sel.get("matchExpressions"))):
         p = path.child("matchExpressions").index(i)
-        e = v.mapping(p, e)
-        v.string(p.child("key"), e.get("key"), required=True)
-        op = e.get("operator")
-        vals = v.sequence(p.child("values"), e.get("values"))
-        if op not in _LABEL_SELECTOR_OPS:
-            v.unsupported(p.child("operator"), op, _LABEL_SELECTOR_OPS)
-        elif op in ("In", "NotIn") and not vals:
-            v.required(p.child("values"))
-        elif op in ("Exists", "DoesNotExist") and vals:
-            v.forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        _, _, vals = _selector_requirement(v, p, e, _LABEL_SELECTOR_OPS)
         for j, val in enumerate(vals):
             if not isinstance(val, str) or len(val) > 63 or not _LABEL_VALUE.match(val):
                 v.invalid(p.child("values").index(j), val, "a valid label must be an empty string or consist of "
