@@ -50,6 +50,7 @@ from ksched.dispatch.instance import (
     instance_from_lease,
 )
 from ksched.dispatch.policy import DispatchPolicy
+from ksched.stepping import run_until_idle
 
 __all__ = ["Dispatcher"]
 
@@ -367,12 +368,7 @@ class Dispatcher:
         return not self.informers.pending() and not self._todo and not self._inflight
 
     def run_until_idle(self, max_steps: int | None = None) -> int:
-        n = 0
-        while max_steps is None or n < max_steps:
-            if not self.step() and self.idle():
-                return n
-            n += 1
-        return n
+        return run_until_idle(self.step, self.idle, max_steps)
 
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
         """Threaded: until ``stop`` is set. Patches go out ``workers`` at a time."""

@@ -38,6 +38,7 @@ from ksched.scheduler.plugins.registry import Registry
 from ksched.scheduler.queue.scheduling_queue import PriorityQueue, QueueingHintEntry
 from ksched.scheduler.recorder import BackgroundWriter, EventRecorder
 from ksched.scheduler.schedule_one import Algorithm, BindingTask, ScheduleOne
+from ksched.stepping import run_until_idle
 
 __all__ = ["Scheduler"]
 
@@ -190,12 +191,7 @@ class Scheduler(ScheduleOne):
 
     def run_until_idle(self, max_steps: int | None = None) -> int:
         """Run steps until idle (does not advance the clock). Returns the steps taken."""
-        n = 0
-        while max_steps is None or n < max_steps:
-            if not self.step() and self.idle():
-                return n
-            n += 1
-        return n
+        return run_until_idle(self.step, self.idle, max_steps)
 
     def sync(self) -> None:
         """Single-threaded: list everything and deliver it (informers synced)."""
