@@ -34,6 +34,13 @@ def _next_uid() -> str:
     return f"uid-{_uid}"
 
 
+def _set_given(d: dict[str, Any], **fields: Any) -> None:
+    """Set in ``d`` each of ``fields`` that is given (truthy), in the order given."""
+    for k, v in fields.items():
+        if v:
+            d[k] = v
+
+
 def make_pod(name: str = "pod", namespace: str = "default", *, uid: str | None = None,
              requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
              containers: list[dict[str, Any]] | None = None, init_containers: list[dict[str, Any]] | None = None,
@@ -52,24 +59,15 @@ def make_pod(name: str = "pod", namespace: str = "default", *, uid: str | None =
     """A pod. ``requests``/``limits`` go to one container unless ``containers`` is given;
     ``host_ports`` are ports or (hostIP, protocol, port)."""
     md: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or _next_uid()}
-    if labels:
-        md["labels"] = dict(labels)
-    if annotations:
-        md["annotations"] = dict(annotations)
-    if creation_timestamp:
-        md["creationTimestamp"] = creation_timestamp
-    if deletion_timestamp:
-        md["deletionTimestamp"] = deletion_timestamp
+    _set_given(md, labels=dict(labels or {}), annotations=dict(annotations or {}),
+               creationTimestamp=creation_timestamp, deletionTimestamp=deletion_timestamp)
     if owner_kind:
         md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner_kind, "name": owner_name,
                                   "uid": f"{owner_name}-uid", "controller": True}]
     if containers is None:
         c: dict[str, Any] = {"name": "c0", "image": images[0] if images else "registry.k8s.io/pause:3.10"}
         res: dict[str, Any] = {}
-        if requests:
-            res["requests"] = dict(requests)
-        if limits:
-            res["limits"] = dict(limits)
+        _set_given(res, requests=dict(requests or {}), limits=dict(limits or {}))
         if res:
             c["resources"] = res
         if host_ports:
@@ -85,41 +83,19 @@ def make_pod(name: str = "pod", namespace: str = "default", *, uid: str | None =
         for i, img in enumerate(images[1:], 1):
             containers.append({"name": f"c{i}", "image": img})
     sp: dict[str, Any] = {"containers": containers}
-    if init_containers:
-        sp["initContainers"] = init_containers
-    if node_name:
-        sp["nodeName"] = node_name
+    _set_given(sp, initContainers=init_containers, nodeName=node_name)
     if priority is not None:
         sp["priority"] = priority
-    if tolerations:
-        sp["tolerations"] = tolerations
-    if node_selector:
-        sp["nodeSelector"] = node_selector
-    if affinity:
-        sp["affinity"] = affinity
-    if topology_spread_constraints:
-        sp["topologySpreadConstraints"] = topology_spread_constraints
-    if volumes:
-        sp["volumes"] = volumes
-    if scheduler_name:
-        sp["schedulerName"] = scheduler_name
-    if overhead:
-        sp["overhead"] = overhead
-    if scheduling_gates:
-        sp["schedulingGates"] = [{"name": g} for g in scheduling_gates]
-    if preemption_policy:
-        sp["preemptionPolicy"] = preemption_policy
+    _set_given(sp, tolerations=tolerations, nodeSelector=node_selector, affinity=affinity,
+               topologySpreadConstraints=topology_spread_constraints, volumes=volumes,
+               schedulerName=scheduler_name, overhead=overhead,
+               schedulingGates=[{"name": g} for g in scheduling_gates], preemptionPolicy=preemption_policy)
     if termination_grace_period_seconds is not None:
         sp["terminationGracePeriodSeconds"] = termination_grace_period_seconds
     if spec:
         sp.update(spec)
     status: dict[str, Any] = {}
-    if phase:
-        status["phase"] = phase
-    if nominated_node_name:
-        status["nominatedNodeName"] = nominated_node_name
-    if start_time:
-        status["startTime"] = start_time
+    _set_given(status, phase=phase, nominatedNodeName=nominated_node_name, startTime=start_time)
     return Pod({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": sp, "status": status})
 
 
@@ -129,23 +105,14 @@ def make_node(name: str = "node", *, cpu: Any = "4", memory: Any = "32Gi", pods:
               allocatable: dict[str, Any] | None = None, capacity: dict[str, Any] | None = None,
               annotations: dict[str, str] | None = None) -> Node:
     """A Ready node; ``allocatable`` adds or overrides resources (e.g. ``nvidia.com/gpu``)."""
-    alloc: dict[str, Any] = {}
-    if cpu is not None:
-        alloc["cpu"] = str(cpu)
-    if memory is not None:
-        alloc["memory"] = str(memory)
-    if pods is not None:
-        alloc["pods"] = str(pods)
+    alloc: dict[str, Any] = {k: str(v) for k, v in (("cpu", cpu), ("memory", memory), ("pods", pods))
+                             if v is not None}
     if allocatable:
         alloc.update({k: str(v) for k, v in allocatable.items()})
     md: dict[str, Any] = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
-    if annotations:
-        md["annotations"] = annotations
+    _set_given(md, annotations=annotations)
     spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
+    _set_given(spec, taints=taints, unschedulable=bool(unschedulable))
     status: dict[str, Any] = {"capacity": dict(capacity or alloc), "allocatable": alloc,
                               "conditions": [{"type": "Ready", "status": "True"}]}
     if images:
