@@ -4,6 +4,7 @@ default name/age columns for the other kinds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ksched.api.meta import KubeObject
@@ -55,14 +56,18 @@ def _col(name: str, typ: str, desc: str, priority: int = 0, fmt: str = "") -> di
     return {"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority}
 
 
+# The default columns, which the pod and node tables start with too.
+_NAME_COLUMN = _col("Name", "string", "Name must be unique within a namespace.", fmt="name")
+_AGE_COLUMN = _col("Age", "string", "CreationTimestamp is a timestamp representing the server time when this "
+                                    "object was created.")
+
 POD_COLUMNS = [
-    _col("Name", "string", "Name must be unique within a namespace.", fmt="name"),
+    _NAME_COLUMN,
     _col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
     _col("Status", "string", "The aggregate status of the containers in this pod."),
     _col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the "
                                "last container in this pod has restarted."),
-    _col("Age", "string", "CreationTimestamp is a timestamp representing the server time when this object was "
-                          "created."),
+    _AGE_COLUMN,
     _col("IP", "string", "IP address allocated to the pod. Routable at least within the cluster.", 1),
     _col("Node", "string", "NodeName is a request to schedule this pod onto a specific node.", 1),
     _col("Nominated Node", "string", "nominatedNodeName is set only when this pod preempts other pods on the "
@@ -71,11 +76,10 @@ POD_COLUMNS = [
 ]
 
 NODE_COLUMNS = [
-    _col("Name", "string", "Name must be unique within a namespace.", fmt="name"),
+    _NAME_COLUMN,
     _col("Status", "string", "The status of the node"),
     _col("Roles", "string", "The roles of the node"),
-    _col("Age", "string", "CreationTimestamp is a timestamp representing the server time when this object was "
-                          "created."),
+    _AGE_COLUMN,
     _col("Version", "string", "Kubelet Version reported by the node."),
     _col("Internal-IP", "string", "List of addresses reachable to the node. Queried from cloud provider, if "
                                   "available.", 1),
@@ -89,11 +93,7 @@ NODE_COLUMNS = [
                                         "API (e.g. containerd://1.4.2).", 1),
 ]
 
-DEFAULT_COLUMNS = [
-    _col("Name", "string", "Name must be unique within a namespace.", fmt="name"),
-    _col("Age", "string", "CreationTimestamp is a timestamp representing the server time when this object was "
-                          "created."),
-]
+DEFAULT_COLUMNS = [_NAME_COLUMN, _AGE_COLUMN]
 
 
 def _pod_row(p: Pod, now: float) -> list[Any]:
@@ -138,6 +138,17 @@ def _node_row(n: Node, now: float) -> list[Any]:
             info.get("containerRuntimeVersion") or "<unknown>"]
 
 
+def _default_row(o: KubeObject, now: float) -> list[Any]:
+    return [o.name, _age(o, now)]
+
+
+# kind -> (columns, row of an object), for the kinds with columns of their own.
+_TABLES: dict[str, tuple[list[dict[str, Any]], Callable[[Any, float], list[Any]]]] = {
+    "Pod": (POD_COLUMNS, _pod_row),
+    "Node": (NODE_COLUMNS, _node_row),
+}
+
+
 def _partial_metadata(obj: KubeObject) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
             "metadata": obj.raw.get("metadata") or {}}
@@ -145,15 +156,8 @@ def _partial_metadata(obj: KubeObject) -> dict[str, Any]:
 
 def to_table(kind: str, objs: list[KubeObject], now: float, resource_version: str = "",
              continue_token: str = "", include_object: str = "Metadata") -> dict[str, Any]:
-    if kind == "Pod":
-        cols = POD_COLUMNS
-        rows = [_pod_row(o, now) for o in objs]  # type: ignore[arg-type]
-    elif kind == "Node":
-        cols = NODE_COLUMNS
-        rows = [_node_row(o, now) for o in objs]  # type: ignore[arg-type]
-    else:
-        cols = DEFAULT_COLUMNS
-        rows = [[o.name, _age(o, now)] for o in objs]
+    cols, row_of = _TABLES.get(kind, (DEFAULT_COLUMNS, _default_row))
+    rows = [row_of(o, now) for o in objs]
     out_rows = []
     for o, cells in zip(objs, rows):
         row: dict[str, Any] = {"cells": cells}
