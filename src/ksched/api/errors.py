@@ -5,6 +5,7 @@ REST client rebuilds them from a ``Status`` body, the scheduler and controllers 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,17 @@ __all__ = [
     "Unauthorized",
     "UnsupportedMediaType",
     "ValidationError",
+    "aggregate_error_message",
 ]
+
+
+def aggregate_error_message(messages: Iterable[str]) -> str:
+    """``utilerrors.NewAggregate(errs).Error()``: "" for none, one message as is, several
+    de-duplicated (in their first order) and in brackets: ``[a, b]``."""
+    unique = list(dict.fromkeys(messages))
+    if len(unique) == 1:
+        return unique[0]
+    return "[" + ", ".join(unique) + "]" if unique else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +196,7 @@ class Invalid(ApiError):
     @classmethod
     def of(cls, kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
         # As upstream's NewInvalid: several errors are shown as an aggregate, "[a, b]".
-        unique = list(dict.fromkeys(str(e) for e in errors))
-        details = ", ".join(unique)
-        msg = f'{kind} "{name}" is invalid: ' + (f"[{details}]" if len(unique) > 1 else details)
+        msg = f'{kind} "{name}" is invalid: ' + aggregate_error_message(str(e) for e in errors)
         causes = [{"reason": e.reason, "message": e.message, "field": e.path} for e in errors]
         return cls(msg, kind=kind, name=name, group=group, causes=causes)
 

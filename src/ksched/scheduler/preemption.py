@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ksched.api.errors import ApiError, NotFound
+from ksched.api.errors import ApiError, NotFound, aggregate_error_message
 from ksched.api.meta import format_time
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
@@ -286,21 +286,6 @@ def nodes_for_status_code(diagnosis: Diagnosis, node_infos: Iterable[NodeInfo], 
         if c == code:
             out.append(ni)
     return out
-
-
-def aggregate_error_message(messages: Sequence[str]) -> str:
-    """utilerrors.NewAggregate(errs).Error(): one message as is, several de-duplicated in brackets."""
-    if not messages:
-        return ""
-    if len(messages) == 1:
-        return messages[0]
-    seen: list[str] = []
-    for m in messages:
-        if m not in seen:
-            seen.append(m)
-    if len(seen) == 1:
-        return seen[0]
-    return "[" + ", ".join(seen) + "]"
 
 
 def _status_code(st: Status | None) -> Code:

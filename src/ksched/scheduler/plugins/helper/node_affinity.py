@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ksched.api.affinity import PreferredSchedulingTerm
+from ksched.api.errors import aggregate_error_message
 from ksched.api.labels import NodeSelector, NodeSelectorTerm, Requirement
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -277,17 +278,6 @@ def _term(term: NodeSelectorTerm, path: str) -> _Term:
     return t
 
 
-def _aggregate(errs: list[str]) -> str:
-    """``errors.Flatten(errors.NewAggregate(errs)).Error()``: duplicates dropped, several in brackets."""
-    seen: list[str] = []
-    for e in errs:
-        if e not in seen:
-            seen.append(e)
-    if len(seen) == 1:
-        return seen[0]
-    return "[" + ", ".join(seen) + "]"
-
-
 class CompiledNodeSelector:
     """NodeSelectorTerms ORed. Empty terms are dropped (they select nothing)."""
 
@@ -306,7 +296,7 @@ class CompiledNodeSelector:
         self.errors = errs
 
     def error_message(self) -> str:
-        return _aggregate(self.errors) if self.errors else ""
+        return aggregate_error_message(self.errors)
 
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
         for t in self.terms:
@@ -346,7 +336,7 @@ class PreferredSchedulingTerms:
         self.key = tuple(key)
 
     def error_message(self) -> str:
-        return _aggregate(self.errors) if self.errors else ""
+        return aggregate_error_message(self.errors)
 
     def score(self, name: str, labels: Mapping[str, str]) -> int:
         s = 0
