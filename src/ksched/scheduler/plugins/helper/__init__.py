@@ -1,8 +1,9 @@
 """Helpers shared by the in-tree plugins (upstream's ``pkg/scheduler/framework/plugins/helper``):
-node affinity (``node_affinity.go``, over ``component-helpers``' nodeaffinity) and score
-normalization (``normalize_score.go``). Upstream's ``spread.go`` (DefaultSelector) lives with
-PodTopologySpread, its only user here; ``taint.go``'s DoNotScheduleTaintsFilterFunc is the default
-``effects`` of ``ksched.api.taints.find_untolerated_taint``."""
+node affinity (``node_affinity.go``, over ``component-helpers``' nodeaffinity), score
+normalization (``normalize_score.go``) and broken-linear functions (``shape_score.go``).
+Upstream's ``spread.go`` (DefaultSelector) lives with PodTopologySpread, its only user here;
+``taint.go``'s DoNotScheduleTaintsFilterFunc is the default ``effects`` of
+``ksched.api.taints.find_untolerated_taint``."""
 
 from ksched.scheduler.plugins.helper.node_affinity import (
     OBJECT_NAME_FIELD,
@@ -16,6 +17,7 @@ from ksched.scheduler.plugins.helper.node_affinity import (
     parse_int64,
 )
 from ksched.scheduler.plugins.helper.normalize_score import default_normalize_score, go_div
+from ksched.scheduler.plugins.helper.shape_score import broken_linear, build_broken_linear_function
 
 __all__ = [
     "OBJECT_NAME_FIELD",
@@ -23,6 +25,8 @@ __all__ = [
     "NodeSelectorParseError",
     "PreferredSchedulingTerms",
     "RequiredNodeAffinity",
+    "broken_linear",
+    "build_broken_linear_function",
     "compile_node_selector",
     "compile_preferred_terms",
     "default_normalize_score",

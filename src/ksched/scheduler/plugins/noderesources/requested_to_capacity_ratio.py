@@ -8,12 +8,13 @@ mean, which is rounded half away from zero."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ksched.scheduler.framework.interface import MAX_NODE_SCORE
+from ksched.scheduler.plugins.helper.shape_score import build_broken_linear_function
 from ksched.scheduler.plugins.noderesources.resource_allocation import (
     Column,
     ScalarScorer,
@@ -37,29 +38,6 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 
 Shape = tuple[tuple[int, int], ...]
 """(utilization, score) points, utilization strictly increasing."""
-
-
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's ``/``."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def build_broken_linear_function(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
-    """f(p): the first point's score below it, the last point's score above it, linear (Go
-    integer arithmetic) in between."""
-    pts = tuple((int(u), int(s)) for u, s in shape)
-
-    def f(p: int) -> int:
-        for i, (u, s) in enumerate(pts):
-            if p <= u:
-                if i == 0:
-                    return s
-                pu, ps = pts[i - 1]
-                return ps + _go_div((s - ps) * (p - pu), u - pu)
-        return pts[-1][1]
-
-    return f
 
 
 def parse_shape(raw: Any, path: str) -> Shape:

@@ -51,6 +51,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.helper.shape_score import broken_linear
 from ksched.scheduler.plugins.nodevolumelimits import MIGRATED_PLUGINS_ANNOTATION
 from ksched.scheduler.plugins.volumebinding.binder import (
     PodVolumeClaims,
@@ -103,23 +104,6 @@ class _State(StateData):
         if got is None and self.bound_anywhere:
             got = by_node[node_name] = PodVolumes()
         return got
-
-
-def _trunc_div(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def broken_linear(shape: list[tuple[int, int]], p: int) -> int:
-    """helper.BuildBrokenLinearFunction: interpolate between (utilization, score) points."""
-    for i, (u, s) in enumerate(shape):
-        if p <= u:
-            if i == 0:
-                return s
-            pu, ps = shape[i - 1]
-            return ps + _trunc_div((s - ps) * (p - pu), u - pu)
-    return shape[-1][1]
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin,
