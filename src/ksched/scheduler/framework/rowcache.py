@@ -63,59 +63,75 @@ class RowResultCache:
     def remember_nominated_verdict(self, key: tuple[Any, ...], status: Status | None) -> None:
         self._nominated.put(key, status)
 
-    def _get(self, plugin: Any, kind: str, key: Hashable, snapshot: Snapshot) -> _Entry | None:
-        k = (plugin.name, kind, key)
+    def _current(self, k: tuple[Any, ...], snapshot: Snapshot) -> _Entry | None:
+        """Entry ``k`` if it is of ``snapshot`` (it becomes the most recently used), else None."""
         e = self._entries.get(k)
         if e is None or e.snapshot is not snapshot:
             return None
         self._entries.move_to_end(k)
         return e
 
-    def _put(self, plugin: Any, kind: str, key: Hashable, e: _Entry) -> None:
-        k = (plugin.name, kind, key)
-        self._entries[k] = e
+    def _store(self, k: tuple[Any, ...], values: np.ndarray, snapshot: Snapshot) -> np.ndarray:
+        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
         self._entries.move_to_end(k)
         if len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
+        return values
 
-    # ---------------------------------------------------------------- Filter
-
-    def filter_mask(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
-        """The plugin's verdict (True = passes) for every row of the snapshot."""
-        key = plugin.row_local_key(pod)
+    def _plugin_rows(self, plugin: Any, kind: str, key: Hashable, snapshot: Snapshot, dtype: Any,
+                     compute: Callable[[np.ndarray], np.ndarray | None]) -> np.ndarray | None:
+        """The values of one plugin's (``kind``, ``key``) entry for every row, ``compute(rows)``
+        giving those of the live rows: all of them for a new entry, only the rows changed since
+        for a current one (rows without a node hold zero). None when ``compute`` gives None (a
+        failed Score); the entry is then dropped."""
+        k = (plugin.name, kind, key)
         n = len(snapshot.infos)
-        e = self._get(plugin, "filter", key, snapshot)
+        e = self._current(k, snapshot)
         if e is None:
-            values = np.zeros(n, dtype=bool)
+            values = np.zeros(n, dtype=dtype)
             live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
             if len(live):
-                values[live] = self._filter_rows(plugin, state, pod, snapshot, live)
-            self._put(plugin, "filter", key, _Entry(values, snapshot.generation, snapshot))
-            return values
+                got = compute(live)
+                if got is None:
+                    return None
+                values[live] = got
+            return self._store(k, values, snapshot)
         if e.generation != snapshot.generation:
             if len(e.values) < n:
-                grown = np.zeros(n, dtype=bool)
+                grown = np.zeros(n, dtype=dtype)
                 grown[: len(e.values)] = e.values
                 e.values = grown
             changed = snapshot.changed_rows_since(e.generation)
             if len(changed):
                 infos = snapshot.infos
                 live = np.asarray([r for r in changed.tolist() if infos[r] is not None], dtype=np.int64)
-                e.values[changed] = False
+                e.values[changed] = 0
                 if len(live):
-                    e.values[live] = self._filter_rows(plugin, state, pod, snapshot, live)
+                    got = compute(live)
+                    if got is None:
+                        self._entries.pop(k, None)
+                        return None
+                    e.values[live] = got
             e.generation = snapshot.generation
         return e.values
+
+    # ---------------------------------------------------------------- Filter
+
+    def filter_mask(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
+        """The plugin's verdict (True = passes) for every row of the snapshot."""
+        values = self._plugin_rows(plugin, "filter", plugin.row_local_key(pod), snapshot, bool,
+                                   lambda rows: self._filter_rows(plugin, state, pod, snapshot, rows))
+        assert values is not None  # a Filter verdict is never a failure
+        return values
 
     def _refreshed(self, k: tuple[Any, ...], snapshot: Snapshot,
                    update_row: Callable[[np.ndarray, int, NodeInfo | None], bool]) -> np.ndarray | None:
         """A combined entry's values brought up to date by ``update_row(values, row, info)`` on
         the few rows changed since it was last current (False from it: give up); None when the
         entry is missing, of another snapshot, too far behind, or given up on (rebuild it)."""
-        e = self._entries.get(k)
-        if e is None or e.snapshot is not snapshot:
+        e = self._current(k, snapshot)
+        if e is None:
             return None
-        self._entries.move_to_end(k)
         if e.generation != snapshot.generation:
             changed = snapshot.changed_rows_since(e.generation)
             if len(e.values) != len(snapshot.infos) or len(changed) > _PER_NODE_LIMIT:
@@ -128,13 +144,6 @@ class RowResultCache:
                     return None
             e.generation = snapshot.generation
         return e.values
-
-    def _store(self, k: tuple[Any, ...], values: np.ndarray, snapshot: Snapshot) -> np.ndarray:
-        self._entries[k] = _Entry(values, snapshot.generation, snapshot)
-        self._entries.move_to_end(k)
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
-        return values
 
     def combined_filter_mask(self, plugins: list[Any], state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
         """Whether every one of ``plugins`` (all row-local) passes, for every row: one entry
@@ -183,37 +192,8 @@ class RowResultCache:
     def raw_scores(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray | None:
         """The plugin's raw (not normalized) score for every row, or None if a per-node Score
         call reported an error (the caller then scores the usual way and reports it)."""
-        key = plugin.row_local_key(pod)
-        n = len(snapshot.infos)
-        e = self._get(plugin, "score", key, snapshot)
-        if e is None:
-            values = np.zeros(n, dtype=np.int64)
-            live = np.asarray([r for r in range(n) if snapshot.infos[r] is not None], dtype=np.int64)
-            if len(live):
-                s = self._score_rows(plugin, state, pod, snapshot, live)
-                if s is None:
-                    return None
-                values[live] = s
-            self._put(plugin, "score", key, _Entry(values, snapshot.generation, snapshot))
-            return values
-        if e.generation != snapshot.generation:
-            if len(e.values) < n:
-                grown = np.zeros(n, dtype=np.int64)
-                grown[: len(e.values)] = e.values
-                e.values = grown
-            changed = snapshot.changed_rows_since(e.generation)
-            if len(changed):
-                infos = snapshot.infos
-                live = np.asarray([r for r in changed.tolist() if infos[r] is not None], dtype=np.int64)
-                e.values[changed] = 0
-                if len(live):
-                    s = self._score_rows(plugin, state, pod, snapshot, live)
-                    if s is None:
-                        self._entries.pop((plugin.name, "score", key), None)
-                        return None
-                    e.values[live] = s
-            e.generation = snapshot.generation
-        return e.values
+        return self._plugin_rows(plugin, "score", plugin.row_local_key(pod), snapshot, np.int64,
+                                 lambda rows: self._score_rows(plugin, state, pod, snapshot, rows))
 
     def combined_scores(self, plugins: list[tuple[Any, int]], state: CycleState, pod: Pod,
                         snapshot: Snapshot) -> np.ndarray | None:
