@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from ksched.api.pod import Pod
-from ksched.api.resources import pod_non_zero_requests, pod_requests
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import (
@@ -39,6 +38,7 @@ from ksched.scheduler.plugins.noderesources.resource_allocation import (
     node_values,
     parse_resources,
     pod_request_list,
+    requests_row_key,
 )
 
 __all__ = [
@@ -196,11 +196,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore)
 
     def row_local_key(self, pod: Pod) -> Any:
         """The raw score on a node depends only on the NodeInfo and the pod's requests."""
-        c = pod.cached()
-        k = c.get("rowkey:requests")
-        if k is None:
-            k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
-        return k
+        return requests_row_key(pod)
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         reqs = state.get(PRE_SCORE_STATE_KEY)

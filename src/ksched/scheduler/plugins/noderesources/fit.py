@@ -24,7 +24,7 @@ import numpy as np
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.api.resources import is_extended_resource, pod_non_zero_requests, pod_requests
+from ksched.api.resources import is_extended_resource, pod_requests
 from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import PODS
 from ksched.scheduler.cache.snapshot import Snapshot
@@ -75,6 +75,7 @@ from ksched.scheduler.plugins.noderesources.resource_allocation import (
     node_values,
     parse_resources,
     pod_request_list,
+    requests_row_key,
 )
 
 __all__ = [
@@ -369,11 +370,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
     def row_local_key(self, pod: Pod) -> Any:
         """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests."""
-        c = pod.cached()
-        k = c.get("rowkey:requests")
-        if k is None:
-            k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
-        return k
+        return requests_row_key(pod)
 
     # ---------------------------------------------------------------- PreScore / Score
 

@@ -54,6 +54,7 @@ __all__ = [
     "node_values",
     "parse_resources",
     "pod_request_list",
+    "requests_row_key",
     "safe_den",
     "scaled",
 ]
@@ -161,6 +162,17 @@ def pod_request_list(pod: Pod, spec: ResourceSpec, use_requested: bool) -> tuple
     r = tuple(out)
     cache[key] = r
     return r
+
+
+def requests_row_key(pod: Pod) -> Any:
+    """The ``row_local_key`` of the resource plugins whose Filter and raw Score on a node depend
+    only on the NodeInfo and the pod's requests (real and non-zero); cached on the pod, one key
+    for all of them."""
+    c = pod.cached()
+    k = c.get("rowkey:requests")
+    if k is None:
+        k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
+    return k
 
 
 # ---------------------------------------------------------------- per node (Python ints)
