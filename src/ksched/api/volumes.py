@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod, Volume
 from ksched.api.storage import (
     ANNOTATION_BIND_COMPLETED,
     ANNOTATION_BOUND_BY_CONTROLLER,
@@ -32,6 +33,7 @@ __all__ = [
     "is_volume_bound_to_claim",
     "match_topology_selector_terms",
     "volume_class",
+    "volume_claim_name",
     "volume_mode_mismatch",
 ]
 
@@ -55,6 +57,18 @@ CLAIM_LOST = "Lost"
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def volume_claim_name(pod: Pod, v: Volume) -> tuple[str, bool] | None:
+    """(claim name, ephemeral) for a pod volume backed by a claim (``persistentVolumeClaim``, or
+    a generic ephemeral volume: ``<pod>-<volume>``, as component-helpers' ephemeral.VolumeClaimName),
+    None for other volumes."""
+    src = v.raw.get("persistentVolumeClaim")
+    if src is not None:
+        return (src.get("claimName") or ""), False
+    if v.ephemeral:
+        return f"{pod.name}-{v.name}", True
+    return None
 
 
 def claim_class(pvc: PersistentVolumeClaim) -> str:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ksched.api.pod import Pod, Volume
+from ksched.api.pod import Pod
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from ksched.api.volumes import claim_class
+from ksched.api.volumes import claim_class, volume_claim_name
 from ksched.client.informer import EventHandler
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
@@ -118,16 +118,6 @@ def is_csi_migration_on(csi_node: CSINode | None, plugin: str) -> bool:
 def translate(spec: dict[str, Any], plugin: str, pv: PersistentVolume | None) -> tuple[str, str]:
     driver, field, handle = IN_TREE_PLUGINS[plugin]
     return driver, handle(spec.get(field) or {}, pv)
-
-
-def _claim_of(pod: Pod, v: Volume) -> tuple[str, bool] | None:
-    """(claim name, ephemeral) of a volume that uses a claim, else None."""
-    src = v.raw.get("persistentVolumeClaim")
-    if src is not None:
-        return (src.get("claimName") or ""), False
-    if v.ephemeral:
-        return f"{pod.name}-{v.name}", True
-    return None
 
 
 class _LookupError(Exception):
@@ -305,7 +295,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
         for v in pod.volumes:
             if in_tree_plugin_of(v.raw):
                 return True
-            claim = _claim_of(pod, v)
+            claim = volume_claim_name(pod, v)
             if claim is None:
                 continue
             pvc = self._pvcs.get(f"{pod.namespace}/{claim[0]}") if self._pvcs is not None else None
@@ -402,7 +392,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
                             result: dict[str, str]) -> None:
         """Add the pod's CSI volumes (``driver/handle`` -> driver) to ``result``."""
         for v in pod.volumes:
-            claim = _claim_of(pod, v)
+            claim = volume_claim_name(pod, v)
             if claim is None:
                 plugin = in_tree_plugin_of(v.raw)
                 if plugin and is_csi_migration_on(csi_node, plugin):
@@ -496,7 +486,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
         if new.namespace != pod.namespace:
             return QueueingHint.QUEUE_SKIP
         for v in pod.volumes:
-            claim = _claim_of(pod, v)
+            claim = volume_claim_name(pod, v)
             if claim is not None and claim[0] == new.name:
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP

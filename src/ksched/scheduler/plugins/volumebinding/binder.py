@@ -33,6 +33,7 @@ from ksched.api.volumes import (
     is_delay_binding_mode,
     is_pvc_fully_bound,
     match_topology_selector_terms,
+    volume_claim_name,
 )
 from ksched.scheduler.plugins.volumebinding.assume_cache import AssumeCache, PVAssumeCache
 
@@ -88,16 +89,6 @@ class PodVolumeClaims:
     unbound_claims_immediate: list[PersistentVolumeClaim] = field(default_factory=list)
     # storage class -> the volumes of that class (assumed versions included), for the delayed claims
     unbound_volumes_delay_binding: dict[str, list[PersistentVolume]] = field(default_factory=dict)
-
-
-def volume_claim_name(pod: Pod, v: Volume) -> tuple[str, bool] | None:
-    """(claim name, ephemeral) for a volume backed by a claim, None for other volumes."""
-    src = v.raw.get("persistentVolumeClaim")
-    if src is not None:
-        return (src.get("claimName") or ""), False
-    if v.ephemeral:
-        return f"{pod.name}-{v.name}", True
-    return None
 
 
 def volume_is_for_pod(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:

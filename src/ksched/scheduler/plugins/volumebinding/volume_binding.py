@@ -28,6 +28,7 @@ import numpy as np
 from ksched.api.pod import Pod
 from ksched.api.quantity import value
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from ksched.api.volumes import volume_claim_name
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.events import (
     ActionType,
@@ -58,7 +59,6 @@ from ksched.scheduler.plugins.volumebinding.binder import (
     PodVolumes,
     VolumeBinder,
     VolumeBindingError,
-    volume_claim_name,
     volume_is_for_pod,
 )
 
