@@ -29,6 +29,22 @@ def format_resources(d: dict[str, int]) -> dict[str, str]:
     return {k: format_resource(k, v) for k, v in sorted(d.items())}
 
 
+def _requested_by_node(sim: Simulation) -> dict[str, dict[str, int]]:
+    """Node name -> the summed requests of the non-terminal pods bound to it, and under "pods"
+    how many they are."""
+    out: dict[str, dict[str, int]] = {}
+    counts: dict[str, int] = {}
+    for p in sim.store.items("Pod"):
+        if isinstance(p, Pod) and p.node_name and not p.is_terminal:
+            r = out.setdefault(p.node_name, {})
+            for k, v in pod_requests(p).items():
+                r[k] = r.get(k, 0) + v
+            counts[p.node_name] = counts.get(p.node_name, 0) + 1
+    for name, r in out.items():
+        r["pods"] = counts[name]
+    return out
+
+
 def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
     cond = pod.condition("PodScheduled") or {}
     reason = None
@@ -59,20 +75,9 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
 def build_report(sim: Simulation, result: SimulationResult, explain: bool = False) -> dict[str, Any]:
     pods = sorted((p for p in sim.store.items("Pod") if isinstance(p, Pod)), key=lambda p: (p.namespace, p.name))
     nodes = sorted((n for n in sim.store.items("Node") if isinstance(n, Node)), key=lambda n: n.name)
-    requested: dict[str, dict[str, int]] = {n.name: {} for n in nodes}
-    counts: dict[str, int] = {n.name: 0 for n in nodes}
-    for p in pods:
-        if p.node_name in requested and not p.is_terminal:
-            r = requested[p.node_name]
-            for k, v in pod_requests(p).items():
-                r[k] = r.get(k, 0) + v
-            counts[p.node_name] += 1
-    node_entries = []
-    for n in nodes:
-        req = dict(requested[n.name])
-        req["pods"] = counts[n.name]
-        node_entries.append({"name": n.name, "allocatable": format_resources(n.allocatable),
-                             "requested": format_resources(req)})
+    requested = _requested_by_node(sim)
+    node_entries = [{"name": n.name, "allocatable": format_resources(n.allocatable),
+                     "requested": format_resources(requested.get(n.name) or {"pods": 0})} for n in nodes]
     pod_entries = [_pod_entry(sim, p, explain) for p in pods]
     scheduled = sum(1 for p in pods if p.node_name)
     unschedulable = sum(1 for e in pod_entries if e["node"] is None and e["reason"] in ("Unschedulable",
@@ -105,13 +110,10 @@ def render_table(console: Any, sim: Simulation, report: dict[str, Any], explain_
     for col in ("NODE", "CPU", "MEMORY", "PODS", "OTHER"):
         nodes.add_column(col)
     store_nodes = {n.name: n for n in sim.store.items("Node") if isinstance(n, Node)}
+    requested = _requested_by_node(sim)
     for e in report["nodes"]:
         n = store_nodes[e["name"]]
-        req: dict[str, int] = {}
-        for p in sim.store.items("Pod"):
-            if isinstance(p, Pod) and p.node_name == n.name and not p.is_terminal:
-                for k, v in pod_requests(p).items():
-                    req[k] = req.get(k, 0) + v
+        req = requested.get(n.name, {})
         a = n.allocatable
         other = ", ".join(f"{k} {e['requested'].get(k, '0')}/{e['allocatable'][k]}" for k in e["allocatable"]
                           if k not in ("cpu", "memory", "pods", "ephemeral-storage"))
@@ -171,13 +173,10 @@ def write_markdown_report(path: str | Path, sim: Simulation, report: dict[str, A
     names = [e["name"] for e in report["nodes"]]
     cpu_u: list[float] = []
     mem_u: list[float] = []
+    requested = _requested_by_node(sim)
     for e in report["nodes"]:
         n = nodes[e["name"]]
-        req: dict[str, int] = {}
-        for pod in sim.store.items("Pod"):
-            if isinstance(pod, Pod) and pod.node_name == n.name and not pod.is_terminal:
-                for k, v in pod_requests(pod).items():
-                    req[k] = req.get(k, 0) + v
+        req = requested.get(n.name, {})
         cpu_u.append(100 * req.get("cpu", 0) / n.allocatable["cpu"] if n.allocatable.get("cpu") else 0.0)
         mem_u.append(100 * req.get("memory", 0) / n.allocatable["memory"] if n.allocatable.get("memory") else 0.0)
     import matplotlib
