@@ -552,6 +552,16 @@ def _pdb(v: _V, raw: dict[str, Any]) -> None:
     _label_selector(v, sp.child("selector"), spec.get("selector"))
 
 
+def _access_modes(v: _V, path: Path, modes: Any) -> None:
+    """A volume's or claim's accessModes: at least one, each a known mode."""
+    modes = v.sequence(path, modes)
+    if not modes:
+        v.required(path)
+    for i, m in enumerate(modes):
+        if m not in _ACCESS_MODES:
+            v.unsupported(path.index(i), m, _ACCESS_MODES)
+
+
 def _pv(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, False)
     sp = Path("spec")
@@ -560,12 +570,7 @@ def _pv(v: _V, raw: dict[str, Any]) -> None:
     if "storage" not in cap:
         v.required(sp.child("capacity").child("storage"))
     _resource_list(v, sp.child("capacity"), cap)
-    modes = v.sequence(sp.child("accessModes"), spec.get("accessModes"))
-    if not modes:
-        v.required(sp.child("accessModes"))
-    for i, m in enumerate(modes):
-        if m not in _ACCESS_MODES:
-            v.unsupported(sp.child("accessModes").index(i), m, _ACCESS_MODES)
+    _access_modes(v, sp.child("accessModes"), spec.get("accessModes"))
     na = spec.get("nodeAffinity")
     if na is not None:
         req = v.mapping(sp.child("nodeAffinity"), na).get("required")
@@ -580,12 +585,7 @@ def _pvc(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, True)
     sp = Path("spec")
     spec = v.mapping(sp, raw.get("spec"))
-    modes = v.sequence(sp.child("accessModes"), spec.get("accessModes"))
-    if not modes:
-        v.required(sp.child("accessModes"))
-    for i, m in enumerate(modes):
-        if m not in _ACCESS_MODES:
-            v.unsupported(sp.child("accessModes").index(i), m, _ACCESS_MODES)
+    _access_modes(v, sp.child("accessModes"), spec.get("accessModes"))
     res = v.mapping(sp.child("resources"), spec.get("resources"))
     reqs = v.mapping(sp.child("resources").child("requests"), res.get("requests"))
     if "storage" not in reqs:
