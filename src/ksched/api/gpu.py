@@ -32,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "ANNOTATION_GPU_COUNT",
+    "CPU_RESOURCE",
     "ANNOTATION_GPU_INDEX",
     "ANNOTATION_GPU_MILLI",
     "ANNOTATION_GPU_MODEL",
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 MILLI = 1000  # one whole GPU
+CPU_RESOURCE = "cpu"
 
 ANNOTATION_GPU_MILLI = "alibabacloud.com/gpu-milli"
 ANNOTATION_GPU_COUNT = "alibabacloud.com/gpu-count"

@@ -229,6 +229,8 @@ class ReplayEngine:
         if not len(feas):
             return -1
         if not self.policy.row_local:  # Random: a uniform draw over the feasible nodes in name order
+            if len(feas) == 1:
+                return int(feas[0])  # one feasible node: the scheduler skips scoring (no draw)
             ordered = feas[np.argsort(self.rank[feas], kind="stable")]
             return int(ordered[self.policy.draw(len(ordered), self.rng)])  # type: ignore[attr-defined]
         sc = e.scores[feas]
@@ -333,6 +335,11 @@ def replay(nodes: Sequence[TraceNode], pods: Sequence[TracePod], options: Replay
     else:
         seq = list(pods)
     rank = rng.permutation(len(nodes)) if options.protocol == "paper" else np.arange(len(nodes))
+    if options.tie_break == "scheduler":
+        # As ksched's scheduler with seed s: selectHost draws from random.Random(s), the Random
+        # plugin (node, then GPU) from its own generator seeded with s; nodes in creation order.
+        rank = np.arange(len(nodes))
+        rng = np.random.default_rng(options.seed)
     engine = ReplayEngine(nodes, policy, typical, rng, rank, options.tie_break, random.Random(options.seed))
     shapes: dict[tuple[int, int, int, Any, int], PodShape] = {}
 

@@ -29,6 +29,14 @@ IN_TREE: dict[str, str] = {
     "DefaultPreemption": "ksched.scheduler.plugins.defaultpreemption:DefaultPreemption",
     "ImageLocality": "ksched.scheduler.plugins.imagelocality:ImageLocality",
     "DefaultBinder": "ksched.scheduler.plugins.defaultbinder:DefaultBinder",
+    # GPU sharing (the FGD paper's policies; not in upstream's default profile)
+    "GpuShare": "ksched.scheduler.plugins.gpushare.plugin:GpuShare",
+    "FGD": "ksched.scheduler.plugins.gpushare.scoring:FGD",
+    "BestFit": "ksched.scheduler.plugins.gpushare.scoring:BestFit",
+    "DotProd": "ksched.scheduler.plugins.gpushare.scoring:DotProd",
+    "GpuPacking": "ksched.scheduler.plugins.gpushare.scoring:GpuPacking",
+    "GpuClustering": "ksched.scheduler.plugins.gpushare.scoring:GpuClustering",
+    "Random": "ksched.scheduler.plugins.gpushare.scoring:Random",
 }
 
 ENTRY_POINT_GROUP = "ksched.plugins"
