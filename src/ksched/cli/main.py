@@ -1,5 +1,5 @@
 """The ``ksched`` command: the top-level parser, with one subcommand per module of this package
-(simulate, bench, serve, run, dispatch, webhook), logging set-up and :func:`main`."""
+(simulate, bench, serve, run, dispatch, webhook, replay, compare), logging set-up and :func:`main`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ksched import __version__
-from ksched.cli import bench, dispatch, run, serve, simulate, webhook
+from ksched.cli import bench, compare, dispatch, replay, run, serve, simulate, webhook
 from ksched.cli.common import EXIT_INVALID_INPUT
 
 __all__ = ["EXIT_INVALID_INPUT", "build_parser", "main"]
 
 # Each module registers its subcommand (add_parser) and runs it (run); this order is the help's.
 COMMANDS: dict[str, ModuleType] = {"simulate": simulate, "bench": bench, "serve": serve, "run": run,
-                                   "dispatch": dispatch, "webhook": webhook}
+                                   "dispatch": dispatch, "webhook": webhook, "replay": replay, "compare": compare}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -382,7 +382,7 @@ def replay(nodes: Sequence[TraceNode], pods: Sequence[TracePod], options: Replay
                           int(np.ceil(arrived_pct.max())) if n else 0)
     final = engine.snapshot_metrics()
     if options.protocol == "paper" and curve:
-        k = int(round(options.tune * 100))
+        k = round(options.tune * 100)
         at = [c for c in curve if c["arrived_pct"] == k]
         if at:
             final["gpu_alloc_pct"] = at[0]["gpu_alloc_pct"]

@@ -42,7 +42,13 @@ from ksched.scheduler.plugins.gpushare.clustering import GpuClustering as GpuClu
 from ksched.scheduler.plugins.gpushare.dotprod import DotProd as DotProdPolicy
 from ksched.scheduler.plugins.gpushare.fgd import FGD as FGDPolicy
 from ksched.scheduler.plugins.gpushare.frag import TypicalPods, typical_pods
-from ksched.scheduler.plugins.gpushare.nodestate import Reservations, node_view, pod_shape, reservations_of, table_of
+from ksched.scheduler.plugins.gpushare.nodestate import (
+    Reservations,
+    node_view,
+    pod_shape,
+    reservations_of,
+    table_of,
+)
 from ksched.scheduler.plugins.gpushare.packing import GpuPacking as GpuPackingPolicy
 from ksched.scheduler.plugins.gpushare.plugin import CHOOSER_KEY, read_shape
 from ksched.scheduler.plugins.gpushare.policy import GpuPolicy, min_max_normalize
