@@ -19,7 +19,7 @@ from ksched.sim.simulation import Simulation
 from ksched.sim.trace import TraceError, TracePod, load_nodes, load_pods
 from ksched.sim.trace_objects import node_object, pod_object, policy_configuration
 
-POLICIES = ("FGD", "BestFit", "DotProd", "GpuPacking", "GpuClustering", "Random")
+POLICIES = ("FGD", "BestFit", "DotProd", "GpuPacking", "GpuClustering", "Random", "FGDPack")
 
 
 def test_generic_and_openb_formats(tmp_path: Path) -> None:

@@ -244,7 +244,7 @@ class ReplayEngine:
     def choose_gpus(self, row: int, shape: PodShape) -> tuple[int, ...]:
         if not shape.needs_gpu:
             return ()
-        if self._is_fgd and shape.is_sharing:
+        if self._is_fgd and shape.is_sharing:  # FGD and FGDPack: the GPU their score chose
             e = self._entries[shape]
             assert e.choice is not None
             return (int(e.choice[row]),)

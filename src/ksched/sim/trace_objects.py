@@ -65,13 +65,13 @@ def policy_configuration(policy: str, typical: TypicalPods | None = None, seed: 
                          gpu_sel_method: str | None = None) -> dict[str, Any]:
     """A KubeSchedulerConfiguration (as a dict) running ``policy`` the artifact's way."""
     args: list[dict[str, Any]] = []
-    if policy == "FGD" and typical is not None:
-        args.append({"name": "FGD", "args": {"typicalPods": typical.to_dicts()}})
+    if policy in ("FGD", "FGDPack") and typical is not None:
+        args.append({"name": policy, "args": {"typicalPods": typical.to_dicts()}})
     if policy == "Random":
         args.append({"name": "Random", "args": {"seed": seed}})
     method = gpu_sel_method or ("random" if policy == "Random" else "best")
     args.append({"name": "GpuShare", "args": {"gpuSelMethod": method, "seed": seed}})
-    pre_filter = ["NodeResourcesFit", "GpuShare"] + ([policy] if policy in ("FGD", "Random") else [])
+    pre_filter = ["NodeResourcesFit", "GpuShare"] + ([policy] if policy in ("FGD", "FGDPack", "Random") else [])
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",

@@ -18,6 +18,7 @@ from ksched.scheduler.plugins.gpushare.clustering import GpuClustering
 from ksched.scheduler.plugins.gpushare.columns import GpuColumns
 from ksched.scheduler.plugins.gpushare.dotprod import DotProd
 from ksched.scheduler.plugins.gpushare.fgd import FGD
+from ksched.scheduler.plugins.gpushare.fgdpack import FGDPack
 from ksched.scheduler.plugins.gpushare.frag import (
     CompiledTypical,
     SigmoidTable,
@@ -160,7 +161,7 @@ def test_baseline_rules_hand_computed() -> None:
 
 def test_sigmoid_table_equals_the_formula() -> None:
     table = SigmoidTable(37, 37 * 8000)
-    for d in list(range(-3000, 3000, 7)) + [-296000, 296000, 0, 1, -1]:
+    for d in [*range(-3000, 3000, 7), -296000, 296000, 0, 1, -1]:
         assert table.score(d) == fgd_score_of_delta(d, 37)
     assert table.scores(np.asarray([-5000, 0, 5000])).tolist() == [fgd_score_of_delta(d, 37) for d in (-5000, 0, 5000)]
 
@@ -194,7 +195,7 @@ def test_vectorized_forms_equal_the_per_node_forms(nodes, pods, probes) -> None:
     fgd = FGD(typ)
     for shape in probes:
         fit = rows[cols.gpu_fit(rows, shape)]
-        for policy in (fgd, BestFit(), DotProd(), GpuPacking(), GpuClustering()):
+        for policy in (fgd, FGDPack(typ), BestFit(), DotProd(), GpuPacking(), GpuClustering()):
             assert policy.score_rows(cols, fit, shape).tolist() == [policy.score_node(views[r], shape) for r in fit]
         _, choice = fgd.score_and_choice_rows(cols, fit, shape)
         if shape.is_sharing:
@@ -222,8 +223,8 @@ def test_framework_plugins_agree_and_filter_with_reasons() -> None:
              _gpu_pod("z", 500, node="d", index="3")]
     typ = [{"cpu": 2000, "milli": 500, "count": 1, "weight": 3}, {"cpu": 2000, "milli": 1000, "count": 2, "weight": 1},
            {"cpu": 1000, "weight": 1}]
-    runner = PluginRunner(["GpuShare", ("FGD", 1), ("BestFit", 1), ("DotProd", 1), ("GpuPacking", 1),
-                           ("GpuClustering", 1)], nodes, bound, args={"FGD": {"typicalPods": typ}})
+    runner = PluginRunner(["GpuShare", ("FGD", 1), ("FGDPack", 1), ("BestFit", 1), ("DotProd", 1), ("GpuPacking", 1),
+                           ("GpuClustering", 1)], nodes, bound, args={"FGD": {"typicalPods": typ}, "FGDPack": {"typicalPods": typ}})
     st_ = runner.filter(_gpu_pod("p", 500, model="T4"))
     assert st_["a"] is None
     assert st_["b"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and "GPU model" in st_["b"].message()

@@ -37,6 +37,7 @@ IN_TREE: dict[str, str] = {
     "GpuPacking": "ksched.scheduler.plugins.gpushare.scoring:GpuPacking",
     "GpuClustering": "ksched.scheduler.plugins.gpushare.scoring:GpuClustering",
     "Random": "ksched.scheduler.plugins.gpushare.scoring:Random",
+    "FGDPack": "ksched.scheduler.plugins.gpushare.scoring:FGDPack",
 }
 
 ENTRY_POINT_GROUP = "ksched.plugins"

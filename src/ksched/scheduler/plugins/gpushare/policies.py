@@ -7,6 +7,7 @@ from ksched.scheduler.plugins.gpushare.bestfit import BestFit
 from ksched.scheduler.plugins.gpushare.clustering import GpuClustering
 from ksched.scheduler.plugins.gpushare.dotprod import DotProd
 from ksched.scheduler.plugins.gpushare.fgd import FGD
+from ksched.scheduler.plugins.gpushare.fgdpack import FGDPack
 from ksched.scheduler.plugins.gpushare.frag import TypicalPods
 from ksched.scheduler.plugins.gpushare.packing import GpuPacking
 from ksched.scheduler.plugins.gpushare.policy import GpuPolicy
@@ -16,7 +17,7 @@ __all__ = ["PAPER_POLICIES", "POLICIES", "make_policy"]
 
 # The paper's order (its artifact numbers them 01-Random .. 06-FGD).
 PAPER_POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
-POLICIES = PAPER_POLICIES
+POLICIES = (*PAPER_POLICIES, "FGDPack")
 
 
 def make_policy(name: str, typical: TypicalPods) -> GpuPolicy:
@@ -29,4 +30,6 @@ def make_policy(name: str, typical: TypicalPods) -> GpuPolicy:
         return simple[key]()
     if key == "fgd":
         return FGD(typical)
+    if key == "fgdpack":
+        return FGDPack(typical)
     raise ValueError(f'unknown GPU policy "{name}" (one of {", ".join(POLICIES)})')

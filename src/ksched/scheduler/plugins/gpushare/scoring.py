@@ -41,6 +41,7 @@ from ksched.scheduler.plugins.gpushare.bestfit import BestFit as BestFitPolicy
 from ksched.scheduler.plugins.gpushare.clustering import GpuClustering as GpuClusteringPolicy
 from ksched.scheduler.plugins.gpushare.dotprod import DotProd as DotProdPolicy
 from ksched.scheduler.plugins.gpushare.fgd import FGD as FGDPolicy
+from ksched.scheduler.plugins.gpushare.fgdpack import FGDPack as FGDPackPolicy
 from ksched.scheduler.plugins.gpushare.frag import TypicalPods, typical_pods
 from ksched.scheduler.plugins.gpushare.nodestate import (
     Reservations,
@@ -56,7 +57,7 @@ from ksched.scheduler.plugins.gpushare.randomfit import Random as RandomPolicy
 from ksched.scheduler.plugins.gpushare.selection import choose_gpus
 from ksched.scheduler.plugins.gpushare.shape import NodeView, PodShape
 
-__all__ = ["FGD", "BestFit", "DotProd", "GpuClustering", "GpuPacking", "GpuScoreBase", "GpuScorePlugin", "Random"]
+__all__ = ["FGD", "BestFit", "FGDPack", "DotProd", "GpuClustering", "GpuPacking", "GpuScoreBase", "GpuScorePlugin", "Random"]
 
 
 class GpuScoreBase(PreScorePlugin, ScorePlugin, VectorizedScore):
@@ -191,6 +192,25 @@ class FGD(GpuScorePlugin, PreFilterPlugin):
 
     def row_local_key(self, pod: Pod) -> Hashable:
         return (super().row_local_key(pod), self.version)
+
+
+class FGDPack(FGD, ScoreExtensions):
+    """Ours: FGD's score first, BestFit among its ties (min-max normalized)."""
+
+    name = "FGDPack"
+
+    def make_policy(self) -> GpuPolicy:
+        fgd = super().make_policy()
+        return FGDPackPolicy(fgd.typical)  # type: ignore[attr-defined]
+
+    def _observe(self, shape: PodShape) -> None:
+        super()._observe(shape)
+        if not isinstance(self.policy, FGDPackPolicy):
+            self.policy = FGDPackPolicy(self.policy.typical)  # type: ignore[attr-defined]
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
+        min_max_normalize(scores)
+        return None
 
 
 class Random(GpuScoreBase, PreFilterPlugin):
