@@ -19,8 +19,7 @@ from pathlib import Path
 
 from ksched.sim.compare import PAPER_MEANS, CompareJob, run_job
 
-WORKLOADS = ("default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gpushare100 gpuspec10 gpuspec20 "
-             "gpuspec25 gpuspec33 multigpu20 multigpu30 multigpu40 multigpu50").split()
+WORKLOADS = ["default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare40", "gpushare60", "gpushare80", "gpushare100", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30", "multigpu40", "multigpu50"]
 PAPER = ("FGD", "BestFit", "GpuPacking", "GpuClustering", "DotProd", "Random")
 
 
