@@ -395,12 +395,16 @@ def test_prefilter_skip_skips_its_filter():
 def test_fit_error_message_formats():
     d = Diagnosis()
     assert fit_error_message(2, d) == "0/2 nodes are available:"
+    # Upstream appends the PostFilter message with " %v": its own period, if any, ends the text.
     d.post_filter_msg = "No preemption victims found for incoming pod"
-    assert fit_error_message(2, d) == "0/2 nodes are available: No preemption victims found for incoming pod."
+    assert fit_error_message(2, d) == "0/2 nodes are available: No preemption victims found for incoming pod"
+    d.post_filter_msg = "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    assert fit_error_message(2, d).endswith("incoming pod.") and not fit_error_message(2, d).endswith("..")
     d.node_to_status = {"a": Status(Code.UNSCHEDULABLE, "r1", "r2")}
     d.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "r2")
     assert fit_error_message(3, d) == ("0/3 nodes are available: 1 r1, 3 r2. "
-                                       "No preemption victims found for incoming pod.")
+                                       "preemption: 0/2 nodes are available: 2 No preemption victims found for "
+                                       "incoming pod.")
 
 
 def test_explain_records_filters_and_scores():

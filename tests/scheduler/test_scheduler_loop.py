@@ -233,7 +233,7 @@ def test_post_filter_message_and_nomination():
     env.create(make_node("n1", cpu="1"))
     env.create(cpu_pod("big", cpu="2"))
     env.run()
-    msg = "0/1 nodes are available: 1 Insufficient slots or cpu. preemption: not helpful."
+    msg = "0/1 nodes are available: 1 Insufficient slots or cpu. preemption: not helpful"
     assert cond(env.pod("big"))["message"] == msg
     nominating = post_filter_plugin("FakeNominator", code=Code.UNSCHEDULABLE, message="preemption: nominated",
                                     nominate="n1")

@@ -197,7 +197,7 @@ def test_post_filter_message_in_fit_error() -> None:
     d.node_to_status = {"node1": st(U, "Insufficient cpu")}
     d.post_filter_msg = status.message()
     assert fit_error_message(1, d) == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
-                                       "available: 1 Insufficient cpu..")
+                                       "available: 1 Insufficient cpu.")
 
 
 def test_post_filter_not_eligible_preemption_never() -> None:

@@ -123,7 +123,7 @@ def test_no_victims_message(fit: str) -> None:
     assert p.node_name == "" and p.nominated_node_name == ""
     assert c.events("FailedScheduling", "p") == [
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption "
-        "victims found for incoming pod.."]
+        "victims found for incoming pod."]
     assert c.pod("peer").deletion_timestamp is None
 
 
@@ -135,7 +135,7 @@ def test_preemption_policy_never(fit: str) -> None:
     c.add(make_pod("p", requests={"cpu": "1"}, priority=100, preemption_policy="Never"))
     c.run()
     assert c.events("FailedScheduling", "p") == [
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."]
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."]
     assert c.pod("low").deletion_timestamp is None
 
 
@@ -202,7 +202,7 @@ def test_higher_priority_pod_takes_the_room(fit: str, async_preemption: bool) ->
     assert mid.node_name == "" and mid.nominated_node_name == ""
     assert c.events("FailedScheduling", "mid")[-1] == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption "
-        "victims found for incoming pod..")
+        "victims found for incoming pod.")
 
 
 def _scenario(fit: str) -> tuple[list[tuple[str, str, str]], list[str]]:

@@ -209,5 +209,6 @@ def fit_error_message(num_all_nodes: int, d: Diagnosis) -> str:
         if counts:
             msg += f" {format_histogram(counts)}."
     if d.post_filter_msg:
-        msg += f" {d.post_filter_msg}."
+        # As upstream: " %v" -- the PostFilter status's message carries its own period.
+        msg += f" {d.post_filter_msg}"
     return msg
