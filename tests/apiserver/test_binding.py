@@ -65,6 +65,18 @@ def test_binding_sets_node_name_and_pod_scheduled(store: Store) -> None:
     assert again.node_name == "n1" and again.annotations == b.annotations
 
 
+def test_binding_clears_the_nominated_node(store: Store) -> None:
+    """ClearingNominatedNodeNameAfterBinding (beta, on in 1.36): the API server drops
+    status.nominatedNodeName when it binds the pod, whichever node was nominated."""
+    store.create(mknode("n2"))
+    store.create(mkpod("a"))
+    store.patch("Pod", "default", "a", {"status": {"nominatedNodeName": "n2"}}, subresource="status")
+    assert store.get("Pod", "default", "a").nominated_node_name == "n2"  # type: ignore[attr-defined]
+    b = store.bind("default", "a", "n1")
+    assert b.nominated_node_name == "" and "nominatedNodeName" not in b.raw["status"]
+    assert Pod(b.raw).nominated_node_name == ""
+
+
 def test_binding_happens_once(store: Store) -> None:
     store.create(mknode("n2"))
     store.create(mkpod("a"))

@@ -266,9 +266,14 @@ def bind_plugin(name: str, log: CallLog, *, skip: bool = False, error: bool = Fa
     return _B
 
 
-def pre_bind_plugin(name: str, log: CallLog, *, fail: bool = False) -> type:
+def pre_bind_plugin(name: str, log: CallLog, *, fail: bool = False, only_labelled: bool = False) -> type:
+    """A PreBind plugin with work for every pod, or (``only_labelled``) only for pods labelled
+    ``prebind``."""
+
     class _PB(PreBindPlugin):
         def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+            if only_labelled and "prebind" not in pod.labels:
+                return Status.skip()
             return None
 
         def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

@@ -298,6 +298,33 @@ def test_permit_wait_then_allow():
     assert env.node_of("p") == "n1"
 
 
+def _nominations(env: Env, name: str) -> list[tuple[str, str]]:
+    """(nominatedNodeName, nodeName) of each stored version of the pod, in order."""
+    w = env.store.watch("Pod", resource_version="1")
+    return [(e.object.nominated_node_name, e.object.node_name) for e in w.drain()
+            if e.object is not None and e.object.name == name]
+
+
+def test_nominated_node_is_written_before_a_binding_that_waits():
+    """NominatedNodeNameForExpectation (beta, on in 1.36): a pod whose PreBind has work, or
+    that waits at Permit, gets the chosen node as nominatedNodeName before it is bound;
+    binding then clears it. A pod bound at once gets no such write."""
+    log = CallLog()
+    env = fit_env("WaitingPermit", "PB", plugins=(WaitingPermit, pre_bind_plugin("PB", log, only_labelled=True)))
+    env.create(make_node("n1"))
+    env.create(cpu_pod("plain"))
+    env.create(cpu_pod("prebind", labels={"prebind": "PB"}))
+    env.create(cpu_pod("waits", labels={"wait": "1"}))
+    env.run()
+    assert _nominations(env, "plain") == [("", ""), ("", "n1")]
+    assert _nominations(env, "prebind") == [("", ""), ("n1", ""), ("", "n1")]
+    assert _nominations(env, "waits")[-1] == ("n1", "")  # still waiting at Permit
+    fw = env.sched.profiles["default-scheduler"]
+    fw.get_waiting_pod(env.pod("waits").uid).allow("WaitingPermit")
+    env.run()
+    assert _nominations(env, "waits")[-2:] == [("n1", ""), ("", "n1")]
+
+
 def test_permit_timeout_rejects_on_the_virtual_clock():
     env = fit_env("WaitingPermit", plugins=(WaitingPermit,))
     env.create(make_node("n1"))

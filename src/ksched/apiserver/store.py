@@ -642,6 +642,8 @@ class Store:
             spec["nodeName"] = node_name
             raw["spec"] = spec
             status = dict(raw.get("status") or {})
+            # ClearingNominatedNodeNameAfterBinding (beta, on in 1.36): the pod is where it goes.
+            status.pop("nominatedNodeName", None)
             conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                           "lastTransitionTime": now_s})
@@ -657,6 +659,7 @@ class Store:
             new.node_name = node_name
             new.resource_version = str(rv)
             new.conditions = conds
+            new.nominated_node_name = ""
             if annotations:
                 new.annotations = md["annotations"]
             self._commit(Pod, MODIFIED, old, new, rv)

@@ -375,7 +375,7 @@ class Reflector:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
             except Exception as e:
-                log.warning("watch of %s failed: %s; retrying", self.kind, e)
+                log.warning("watch of %s failed: %r; retrying", self.kind, e)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 self.listed = False

@@ -99,6 +99,10 @@ class BindingTask:
     status: Status | None = None
     done: bool = False
     permit_passed: bool = False  # past WaitOnPermit: the pod is no longer in flight (upstream's Done)
+    # PreBindPreFlight's verdict, run before WaitOnPermit: None (some PreBind has work), Skip
+    # (none has), or the failure; unset until it ran.
+    pre_flight: Status | None = None
+    pre_flight_ran: bool = False
 
 
 def pod_with_node(pod: Pod, node_name: str) -> Pod:
@@ -402,15 +406,37 @@ class ScheduleOne:
 
     # ---------------------------------------------------------------- the binding cycle
 
+    def _pre_flight(self, task: BindingTask) -> Status | None:
+        """The start of the binding cycle, before WaitOnPermit: PreBindPreFlight, and
+        (NominatedNodeNameForExpectation, beta and on in 1.36) when PreBind has work to do or
+        the pod waits at Permit, the chosen node is written as the pod's nominatedNodeName so
+        others (an autoscaler, another scheduler) see where it is about to go; a pod bound at
+        once needs no such note. Returns a failure to end the binding cycle with."""
+        fw, pod, host = task.fw, task.assumed, task.host
+        pf = fw.run_pre_bind_pre_flights(task.state, pod, host)
+        task.pre_flight, task.pre_flight_ran = pf, True
+        if pf is not None and pf.code not in (Code.SUCCESS, Code.SKIP):
+            return pf
+        waits = fw.get_waiting_pod(pod.uid or pod.key) is not None
+        if (pf is None or waits) and task.qpi.pod.nominated_node_name != host:
+            try:
+                self.client.patch("Pod", pod.namespace, pod.name, {"status": {"nominatedNodeName": host}},
+                                  "application/strategic-merge-patch+json", "status")
+            except ApiError as e:
+                return Status.as_error(f"updating the nominated node of {pod.key}: {e.message}")
+        return None
+
     def _binding_cycle(self, task: BindingTask) -> Status | None:
         fw, state, pod, host = task.fw, task.state, task.assumed, task.host
+        if not task.pre_flight_ran:
+            st = self._pre_flight(task)
+            if st is not None:
+                return st
         st = fw.wait_on_permit_result(pod)
         if st is not None:
             return st
         task.permit_passed = True
-        pf = fw.run_pre_bind_pre_flights(state, pod, host)
-        if pf is not None and pf.code not in (Code.SUCCESS, Code.SKIP):
-            return pf
+        pf = task.pre_flight
         if pf is None:
             st = fw.run_pre_bind(state, pod, host)
             if st is not None:
@@ -423,12 +449,14 @@ class ScheduleOne:
 
     def _run_binding_in_thread(self, task: BindingTask) -> None:
         try:
-            wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
-            while wp is not None and not wp.resolved:
-                wp.wait(0.5)
-                now = self.clock.now()
-                wp.check_timeout(now)
-            task.status = self._binding_cycle(task)
+            task.status = self._pre_flight(task)
+            if task.status is None:
+                wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
+                while wp is not None and not wp.resolved:
+                    wp.wait(0.5)
+                    now = self.clock.now()
+                    wp.check_timeout(now)
+                task.status = self._binding_cycle(task)
         except Exception as e:  # a plugin's crash fails this binding, not the scheduler
             log.exception("binding cycle crashed")
             task.status = Status.as_error(e)
@@ -442,12 +470,15 @@ class ScheduleOne:
         tasks = self._binding_tasks
         for _ in range(len(tasks)):
             task = tasks.popleft()
-            wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
-            if wp is not None and not wp.resolved:
-                tasks.append(task)
-                continue
             try:
-                task.status = self._binding_cycle(task)
+                if not task.pre_flight_ran:
+                    task.status = self._pre_flight(task)
+                if task.status is None:
+                    wp = task.fw.get_waiting_pod(task.assumed.uid or task.assumed.key)
+                    if wp is not None and not wp.resolved:
+                        tasks.append(task)
+                        continue
+                    task.status = self._binding_cycle(task)
             except Exception as e:
                 log.exception("binding cycle crashed")
                 task.status = Status.as_error(e)
