@@ -33,7 +33,10 @@ class BackgroundServer:
         self._start_error: BaseException | None = None
 
     async def _start_async(self) -> None:
-        self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        # On stop, requests still running after shutdown_timeout are cancelled and their
+        # connections closed (aiohttp waits 60 s by default: a watch that started just as the
+        # server stopped held its client's stream open that long).
+        self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
         await site.start()

@@ -16,6 +16,7 @@ __all__ = [
     "is_extended_resource",
     "is_hugepages",
     "is_scalar_resource",
+    "pod_container_requests",
     "pod_non_zero_requests",
     "pod_requests",
     "qos_class",
@@ -167,6 +168,26 @@ def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
         mem += pod.overhead.get(MEMORY, 0)
         r = c["non_zero"] = (cpu, mem)
     return r
+
+
+def pod_container_requests(pod: Pod) -> tuple[dict[str, int], tuple[int, int]]:
+    """(requests, non-zero (milli-CPU, memory)) from the containers alone, pod-level resources
+    ignored (overhead still added): upstream's PodRequests with SkipPodLevelResources, which is
+    how NodeResourcesFit's scorer sees the incoming pod in 1.36 (its resourceAllocationScorer
+    is built without the PodLevelResources gate). Equal to ``pod_requests`` /
+    ``pod_non_zero_requests`` for pods without pod-level resources."""
+    if not _pod_level_set(pod):
+        return pod_requests(pod), pod_non_zero_requests(pod)
+    c = pod.cached()
+    r = c.get("container_requests")
+    if r is None:
+        reqs = _requests(pod.containers, pod.init_containers, _plain)
+        _add(reqs, pod.overhead)
+        nz = _requests(pod.containers, pod.init_containers, _non_zero_fn(dict(_DEFAULTS)))
+        r = c["container_requests"] = ({k: v for k, v in reqs.items() if v},
+                                       (nz.get(CPU, 0) + pod.overhead.get(CPU, 0),
+                                        nz.get(MEMORY, 0) + pod.overhead.get(MEMORY, 0)))
+    return r  # type: ignore[no-any-return]
 
 
 def qos_class(pod: Pod) -> str:

@@ -466,7 +466,18 @@ class ApiServer:
             return resp
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
-        w.notify = lambda: loop.call_soon_threadsafe(wake.set)
+
+        def notify() -> None:
+            # Called by the store (any thread) as events arrive. Once the server's loop is gone
+            # (stopped while this stream was starting), nobody reads the stream: close it
+            # rather than fail the store write that produced the event.
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:
+                w.notify = None
+                w.stop()
+
+        w.notify = notify
         self._open_watches.add(w)
         kind = cls.KIND
         api_version = cls.API_VERSION

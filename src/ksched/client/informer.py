@@ -349,7 +349,13 @@ class Reflector:
                 if not self.listed:
                     self.list_and_watch()
                 w = self.watch
-                assert w is not None
+                if w is None:
+                    # Listed, but the watch could not be opened (the server went away in between):
+                    # watch from the list's version once it answers, as after a broken stream.
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    self._resume()
+                    continue
                 ev = w.next(timeout=1.0)
                 if ev is not None:
                     self._handle(ev)

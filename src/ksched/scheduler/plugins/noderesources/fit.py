@@ -377,11 +377,14 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
         r = state.get(PRE_SCORE_STATE_KEY)
         if r is None:
-            r = pod_request_list(pod, self.resources, False)
+            r = pod_request_list(pod, self.resources, False, pod_level=False)
         return r  # type: ignore[no-any-return]
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
-        state.write(PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False))
+        # Upstream quirk (1.36): Fit's scorer is built without the PodLevelResources gate, so the
+        # incoming pod is scored by its containers (with the non-zero defaults), pod-level
+        # resources ignored, while Filter and the nodes' requested totals count them.
+        state.write(PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False, pod_level=False))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:

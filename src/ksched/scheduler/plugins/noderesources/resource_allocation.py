@@ -33,6 +33,7 @@ from ksched.api.pod import Pod
 from ksched.api.resources import (
     is_extended_resource,
     is_hugepages,
+    pod_container_requests,
     pod_non_zero_requests,
     pod_requests,
 )
@@ -140,17 +141,24 @@ def parse_resources(raw: Any, path: str, *, weight_must_be_one: bool = False) ->
     return ResourceSpec.of(pairs)
 
 
-def pod_request_list(pod: Pod, spec: ResourceSpec, use_requested: bool) -> tuple[int, ...]:
+def pod_request_list(pod: Pod, spec: ResourceSpec, use_requested: bool, pod_level: bool = True) -> tuple[int, ...]:
     """The pod's request of each configured resource (upstream's calculatePodResourceRequestList):
-    non-zero cpu/memory unless ``use_requested``; real requests for everything else. Cached on
-    the pod per resource list."""
+    non-zero cpu/memory unless ``use_requested``; real requests for everything else; pod-level
+    resources counted unless ``pod_level`` is False (NodeResourcesFit's scorer, see
+    ``pod_container_requests``). Cached on the pod per resource list."""
     cache = pod.cached()
     key = spec.cache_key_requested if use_requested else spec.cache_key_non_zero
+    if not pod_level:
+        key += ":containers"
     r = cache.get(key)
     if r is not None:
         return r  # type: ignore[no-any-return]
-    reqs = pod_requests(pod)
-    nz = None if use_requested else pod_non_zero_requests(pod)
+    if pod_level:
+        reqs = pod_requests(pod)
+        nz = None if use_requested else pod_non_zero_requests(pod)
+    else:
+        reqs, nz0 = pod_container_requests(pod)
+        nz = None if use_requested else nz0
     out: list[int] = []
     for name in spec.names:
         if nz is not None and name == R_CPU:
@@ -166,12 +174,18 @@ def pod_request_list(pod: Pod, spec: ResourceSpec, use_requested: bool) -> tuple
 
 def requests_row_key(pod: Pod) -> Any:
     """The ``row_local_key`` of the resource plugins whose Filter and raw Score on a node depend
-    only on the NodeInfo and the pod's requests (real and non-zero); cached on the pod, one key
-    for all of them."""
+    only on the NodeInfo and the pod's requests (real and non-zero, with pod-level resources,
+    and from the containers alone where they differ); cached on the pod, one key for all of
+    them."""
     c = pod.cached()
     k = c.get("rowkey:requests")
     if k is None:
-        k = c["rowkey:requests"] = (tuple(sorted(pod_requests(pod).items())), pod_non_zero_requests(pod))
+        reqs, nz = pod_requests(pod), pod_non_zero_requests(pod)
+        creqs, cnz = pod_container_requests(pod)
+        k = (tuple(sorted(reqs.items())), nz)
+        if creqs is not reqs or cnz != nz:
+            k += (tuple(sorted(creqs.items())), cnz)
+        c["rowkey:requests"] = k
     return k
 
 
