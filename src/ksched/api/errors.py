@@ -21,8 +21,10 @@ __all__ = [
     "InternalError",
     "Invalid",
     "MethodNotAllowed",
+    "NotAcceptable",
     "NotFound",
     "Path",
+    "RequestEntityTooLarge",
     "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
@@ -219,6 +221,16 @@ class Forbidden(ApiError):
 class MethodNotAllowed(ApiError):
     code = 405
     reason = "MethodNotAllowed"
+
+
+class NotAcceptable(ApiError):
+    code = 406
+    reason = "NotAcceptable"
+
+
+class RequestEntityTooLarge(ApiError):
+    code = 413
+    reason = "RequestEntityTooLarge"
 
 
 class Gone(ApiError):

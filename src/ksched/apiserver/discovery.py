@@ -8,7 +8,8 @@ from typing import Any
 from ksched.api.kinds import KINDS
 from ksched.api.meta import KubeObject
 
-__all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_versions", "resolve_resource"]
+__all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_versions", "has_status_subresource",
+           "resolve_resource", "served_kinds"]
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _CATEGORIES = {"Pod": ["all"]}
@@ -25,6 +26,16 @@ for _cls in KINDS.values():
 
 _BY_PATH: dict[tuple[str, str, str], type[KubeObject]] = {
     (*_group_version(c), c.PLURAL): c for c in KINDS.values()}
+
+
+def served_kinds() -> list[type[KubeObject]]:
+    """The kinds the server serves (stored kinds; the OpenAPI documents are built from them)."""
+    return list(KINDS.values())
+
+
+def has_status_subresource(kind: str) -> bool:
+    cls = KINDS.get(kind)
+    return cls is not None and bool(cls.STATUS_SUBRESOURCE)
 
 
 def resolve_resource(group: str, version: str, plural: str) -> type[KubeObject] | None:

@@ -25,6 +25,7 @@ from ksched.api.errors import (
     FieldError,
     Invalid,
     MethodNotAllowed,
+    NotAcceptable,
     NotFound,
     Unauthorized,
     UnsupportedMediaType,
@@ -33,7 +34,8 @@ from ksched.api.labels import SelectorError, parse_field_selector, parse_label_s
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
 from ksched.apiserver import discovery
-from ksched.apiserver.openapi import openapi_root, openapi_v3
+from ksched.apiserver.openapi import OpenAPIDocuments
+from ksched.apiserver.openapi_proto import PROTOBUF_CONTENT_TYPE, PROTOBUF_MIME
 from ksched.apiserver.store import Store
 from ksched.apiserver.tables import to_table
 
@@ -116,6 +118,7 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self._server: BackgroundServer | None = None
         self._open_watches: set[Any] = set()  # watch streams being served
+        self.openapi = OpenAPIDocuments(discovery.served_kinds, status_subresource=discovery.has_status_subresource)
         self.app = self._make_app()
 
     @property
@@ -188,18 +191,8 @@ class ApiServer:
             return _json(discovery.api_versions(f"{self.host}:{self.port}"))
         if path == "/apis":
             return _json(discovery.api_group_list())
-        if path == "/openapi/v3":
-            return _json(openapi_root())
-        if path.startswith("/openapi/v3/"):
-            parts = path[len("/openapi/v3/"):].split("/")
-            doc = None
-            if parts[0] == "api" and len(parts) == 2:
-                doc = openapi_v3("", parts[1])
-            elif parts[0] == "apis" and len(parts) == 3:
-                doc = openapi_v3(parts[1], parts[2])
-            if doc is None:
-                raise NotFound("the server could not find the requested resource")
-            return _json(doc)
+        if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            return self._openapi(request, path)
         segs = [s for s in path.split("/") if s]
         if segs[0] == "api" and len(segs) >= 2:
             group, version, rest = "", segs[1], segs[2:]
@@ -257,6 +250,43 @@ class ApiServer:
         if m == "DELETE":
             return await self._delete_collection(request, cls, namespace)
         raise MethodNotAllowed("the server does not allow this method on the requested resource")
+
+    # ---------------------------------------------------------------- openapi
+
+    def _openapi(self, request: web.Request, path: str) -> web.Response:
+        """``/openapi/v2`` (JSON), ``/openapi/v3`` (the index) and ``/openapi/v3/<api|apis/group>/<version>``,
+        as kube-openapi's handlers: an ETag (304 on If-None-Match), and for a v3 document asked
+        for by another ``hash`` a 301 to the current one."""
+        if path == "/openapi/v3":
+            return _json(self.openapi.v3_index())
+        ctype = "application/json"
+        if path == "/openapi/v2":
+            accept = request.headers.get("Accept", "")
+            body, pb, etag = self.openapi.v2()
+            if PROTOBUF_MIME in accept:
+                body, ctype = pb, PROTOBUF_CONTENT_TYPE
+            elif accept and "json" not in accept and "*/*" not in accept:
+                raise NotAcceptable(f"the server can answer /openapi/v2 as application/json or {PROTOBUF_MIME}, "
+                                    f"not {accept!r}")
+        else:
+            parts = path[len("/openapi/v3/"):].split("/")
+            doc = None
+            if parts[0] == "api" and len(parts) == 2:
+                doc = self.openapi.v3("", parts[1])
+            elif parts[0] == "apis" and len(parts) == 3:
+                doc = self.openapi.v3(parts[1], parts[2])
+            if doc is None:
+                raise NotFound("the server could not find the requested resource")
+            body, etag = doc
+            asked = request.query.get("hash")
+            if asked and asked != etag:
+                raise web.HTTPMovedPermanently(f"{path}?hash={etag}")
+        headers = {"ETag": f'"{etag}"', "Vary": "Accept"}
+        if request.query.get("hash"):
+            headers["Cache-Control"] = "public, immutable"
+        if request.headers.get("If-None-Match") == f'"{etag}"':
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=body, headers={**headers, "Content-Type": ctype})
 
     # ---------------------------------------------------------------- helpers
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["PatchError", "apply_patch", "json_patch", "merge_patch", "strategic_merge_patch"]
+__all__ = ["PatchError", "apply_patch", "json_patch", "merge_patch", "patch_merge_key", "patch_strategy",
+           "strategic_merge_patch"]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -153,6 +154,22 @@ _MERGE_KEYS = {
 }
 # Primitive lists with patchStrategy=merge: union.
 _MERGE_PRIMITIVE = {"finalizers"}
+# Lists whose items also keep only the keys of the patch's union member ($retainKeys).
+_RETAIN_KEYS = {"volumes"}
+
+
+def patch_merge_key(field: str) -> str | None:
+    """The merge key of a list field under strategic merge patch (None: replaced as a whole)."""
+    return _MERGE_KEYS.get(field)
+
+
+def patch_strategy(field: str) -> str | None:
+    """The patch strategy of a list field (OpenAPI's ``x-kubernetes-patch-strategy``)."""
+    if field in _MERGE_PRIMITIVE:
+        return "merge"
+    if field in _MERGE_KEYS:
+        return "merge,retainKeys" if field in _RETAIN_KEYS else "merge"
+    return None
 
 
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
