@@ -88,3 +88,106 @@ def test_openapi_v2_json_protobuf_and_not_acceptable(api: Http) -> None:
         c.close()
     st, _, body = api.get("/openapi/v2", headers={"Accept": "application/vnd.example+xml"})
     assert_status(body, 406, "NotAcceptable")
+
+
+# ----------------------------------------------------------------------------- fieldValidation
+
+NS = "/api/v1/namespaces"
+CMS = "/api/v1/namespaces/default/pods"
+
+
+def _pod_json(extra_spec: str = "", extra_meta: str = "") -> bytes:
+    return ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"' + extra_meta + '},"spec":{"containers":'
+            '[{"name":"c","image":"i"' + extra_spec + '}]' + '}}').encode()
+
+
+def _warnings(headers: Any) -> list[str]:
+    return headers.get_all("Warning") or []
+
+
+@pytest.mark.parametrize(("query", "code", "warnings", "stored_foo"), [
+    ("?fieldValidation=Strict", 400, [], None),
+    ("?fieldValidation=Warn", 201, ['299 - "unknown field \\"spec.containers[0].foo\\""'], False),
+    ("", 201, ['299 - "unknown field \\"spec.containers[0].foo\\""'], False),
+    ("?fieldValidation=Ignore", 201, [], False),
+])
+def test_create_unknown_field_per_directive(api: Http, store: Store, query: str, code: int, warnings: list[str],
+                                            stored_foo: bool | None) -> None:
+    st, headers, body = api.post(CMS + query, raw=_pod_json(',"foo":1'))
+    assert st == code, body
+    assert _warnings(headers) == warnings
+    if code == 400:
+        assert_status(body, 400, "BadRequest")
+        assert body["message"] == ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                                   'unknown field "spec.containers[0].foo"')
+        assert store.try_get("Pod", "default", "p") is None  # nothing half-applied
+    else:
+        assert "foo" not in body["spec"]["containers"][0]
+        assert "foo" not in store.get("Pod", "default", "p").raw["spec"]["containers"][0]
+
+
+def test_strict_reports_unknown_and_duplicate_fields_in_document_order(api: Http, store: Store) -> None:
+    raw = (b'{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","name":"b","bogus":1},'
+           b'"spec":{"finalizers":[],"x":{}},"y":2}')
+    st, _, body = api.post(NS + "?fieldValidation=Strict", raw=raw)
+    assert_status(body, 400, "BadRequest")
+    assert body["message"].endswith('strict decoding error: duplicate field "metadata.name", unknown field '
+                                    '"metadata.bogus", unknown field "spec.x", unknown field "y"')
+    assert store.try_get("Namespace", "", "b") is None
+    st, headers, body = api.post(NS + "?fieldValidation=Warn", raw=raw)
+    assert st == 201 and body["metadata"]["name"] == "b"  # the last duplicate wins, as Go's decoder
+    assert _warnings(headers) == ['299 - "duplicate field \\"metadata.name\\""',
+                                  '299 - "unknown field \\"metadata.bogus\\""', '299 - "unknown field \\"spec.x\\""',
+                                  '299 - "unknown field \\"y\\""']
+    # Free-form maps (labels) take any key.
+    st, headers, _ = api.post(NS + "?fieldValidation=Strict",
+                              {"metadata": {"name": "c", "labels": {"anything": "goes"}}})
+    assert st == 201 and not _warnings(headers)
+
+
+def test_update_and_patch_unknown_fields(api: Http, store: Store) -> None:
+    st, _, created = api.post(NS, {"metadata": {"name": "u"}})
+    assert st == 201
+    created["spec"]["bogus"] = True
+    st, _, body = api.put(f"{NS}/u?fieldValidation=Strict", created)
+    assert_status(body, 400, "BadRequest")
+    assert body["message"].endswith('strict decoding error: unknown field "spec.bogus"')
+    rv = store.get("Namespace", "", "u").resource_version
+    assert rv == created["metadata"]["resourceVersion"]  # nothing written
+    for ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        st, _, body = api.request("PATCH", f"{NS}/u?fieldValidation=Strict", {"metadata": {"labels": {"a": "b"}},
+                                                                               "spec": {"nope": 1}},
+                                  content_type=ctype)
+        assert_status(body, 422, "Invalid")
+        assert 'patch: Invalid value: ' in body["message"]
+        assert body["message"].endswith('strict decoding error: unknown field "spec.nope"')
+        assert store.get("Namespace", "", "u").resource_version == rv and not store.get("Namespace", "", "u").labels
+    st, headers, body = api.request("PATCH", f"{NS}/u", raw=b'{"metadata":{"labels":{"a":"1","a":"2"}},"zz":1}',
+                                    content_type="application/merge-patch+json")
+    assert st == 200 and body["metadata"]["labels"] == {"a": "2"} and "zz" not in body
+    assert _warnings(headers) == ['299 - "duplicate field \\"metadata.labels.a\\""', '299 - "unknown field \\"zz\\""']
+    st, headers, body = api.request("PATCH", f"{NS}/u?fieldValidation=Ignore", {"zz": 1},
+                                    content_type="application/merge-patch+json")
+    assert st == 200 and not _warnings(headers) and "zz" not in body
+
+
+def test_invalid_directive_is_400(api: Http, store: Store) -> None:
+    _, _, body = api.post(NS + "?fieldValidation=Loose", {"metadata": {"name": "d"}})
+    assert_status(body, 400, "BadRequest")
+    assert "fieldValidation" in body["message"] and store.try_get("Namespace", "", "d") is None
+
+
+def test_request_and_object_size_limits(api: Http, store: Store) -> None:
+    big = "x" * (3 * 1024 * 1024)
+    _, _, body = api.post(NS, {"metadata": {"name": "big", "annotations": {"a": big}}})
+    assert_status(body, 413, "RequestEntityTooLarge")
+    assert body["message"] == "Request entity too large: limit is 3145728"
+    # Under the request limit but over what etcd keeps for one object.
+    _, _, body = api.post(NS, {"metadata": {"name": "big"}, "spec": {"finalizers": ["f" * 200] * 9000}})
+    assert_status(body, 413, "RequestEntityTooLarge")
+    assert store.try_get("Namespace", "", "big") is None
+    assert api.post(NS, {"metadata": {"name": "small"}})[0] == 201
+    _, _, body = api.request("PATCH", f"{NS}/small", {"spec": {"finalizers": ["f" * 200] * 9000}},
+                              content_type="application/merge-patch+json")
+    assert_status(body, 413, "RequestEntityTooLarge")
+    assert store.get("Namespace", "", "small").raw["spec"]["finalizers"] == ["kubernetes"]

@@ -51,6 +51,19 @@ def test_apply_validates_lists_client_side(cluster: tuple[Store, Kubectl], tmp_p
     assert cp.returncode != 0 and 'unknown field "spek"' in cp.stderr, cp.stderr
 
 
+def test_apply_unknown_field_is_refused_by_the_server(cluster: tuple[Store, Kubectl], tmp_path: Path) -> None:
+    store, k = cluster
+    bad = tmp_path / "ns.yaml"
+    bad.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: typo-one}\nspek: {}\n")
+    cp = k.run("apply", "-f", str(bad), check=False)
+    assert cp.returncode != 0, cp.stdout
+    assert 'strict decoding error: unknown field "spek"' in cp.stderr, cp.stderr
+    assert store.try_get("Namespace", "", "typo-one") is None
+    cp = k.run("apply", "--validate=warn", "-f", str(bad), check=False)
+    assert cp.returncode == 0 and 'Warning: unknown field "spek"' in cp.stderr, cp.stderr
+    assert "spek" not in store.get("Namespace", "", "typo-one").raw
+
+
 def test_explain_prints_fields_and_types(cluster: tuple[Store, Kubectl]) -> None:
     _, k = cluster
     out = k.out("explain", "pod.spec.containers")

@@ -27,6 +27,7 @@ from ksched.api.errors import (
     MethodNotAllowed,
     NotAcceptable,
     NotFound,
+    RequestEntityTooLarge,
     Unauthorized,
     UnsupportedMediaType,
 )
@@ -34,6 +35,14 @@ from ksched.api.labels import SelectorError, parse_field_selector, parse_label_s
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
 from ksched.apiserver import discovery
+from ksched.apiserver.fieldvalidation import (
+    FieldValidator,
+    directive,
+    duplicate_fields,
+    loads_with_duplicates,
+    plain,
+    warning_header,
+)
 from ksched.apiserver.openapi import OpenAPIDocuments
 from ksched.apiserver.openapi_proto import PROTOBUF_CONTENT_TYPE, PROTOBUF_MIME
 from ksched.apiserver.store import Store
@@ -44,6 +53,10 @@ __all__ = ["ApiServer", "is_loopback"]
 log = logging.getLogger(__name__)
 
 _TABLE_ACCEPT = "as=Table"
+# kube-apiserver's limit on a request body (--max-request-bytes... of the write path: 3 MiB), and
+# etcd's on one stored value (1.5 MiB).
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+MAX_OBJECT_BYTES = 1536 * 1024
 _PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json",
                 "application/strategic-merge-patch+json")
 
@@ -118,6 +131,7 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self._server: BackgroundServer | None = None
         self._open_watches: set[Any] = set()  # watch streams being served
+        self.field_validator = FieldValidator()
         self.openapi = OpenAPIDocuments(discovery.served_kinds, status_subresource=discovery.has_status_subresource)
         self.app = self._make_app()
 
@@ -129,7 +143,7 @@ class ApiServer:
     # ---------------------------------------------------------------- lifecycle
 
     def _make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth_middleware], client_max_size=64 * 1024 * 1024)
+        app = web.Application(middlewares=[self._auth_middleware], client_max_size=MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 
@@ -292,7 +306,15 @@ class ApiServer:
 
     @staticmethod
     async def _body(request: web.Request) -> Any:
-        raw = await request.read()
+        """The parsed body; JSON objects are :class:`~ksched.apiserver.fieldvalidation.Pairs`
+        (their duplicate keys are known). Over 3 MiB is a 413, as kube-apiserver."""
+        too_large = RequestEntityTooLarge(f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
+        if (request.content_length or 0) > MAX_REQUEST_BYTES:
+            raise too_large
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge as e:
+            raise too_large from e
         if not raw:
             return None
         ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
@@ -301,9 +323,14 @@ class ApiServer:
                 import yaml
 
                 return yaml.safe_load(raw)
-            return json.loads(raw)
+            return loads_with_duplicates(raw)
         except (ValueError, Exception) as e:
             raise BadRequest(f"the request body is not valid JSON: {e}") from e
+
+    @staticmethod
+    def _check_size(obj: Any) -> None:
+        if len(json.dumps(obj, separators=(",", ":"))) > MAX_OBJECT_BYTES:
+            raise RequestEntityTooLarge("etcdserver: request is too large")
 
     @staticmethod
     def _wants_table(request: web.Request) -> bool:
@@ -347,11 +374,16 @@ class ApiServer:
             md["namespace"] = namespace
         return body
 
-    def _render(self, request: web.Request, obj: KubeObject, status: int = 200) -> web.Response:
+    def _render(self, request: web.Request, obj: KubeObject, status: int = 200,
+                warnings: list[str] | None = None) -> web.Response:
         if self._wants_table(request):
-            return _json(to_table(obj.KIND, [obj], self.store.now(), obj.resource_version,
+            resp = _json(to_table(obj.KIND, [obj], self.store.now(), obj.resource_version,
                                   include_object=request.query.get("includeObject", "Metadata")), status)
-        return _json(obj.raw, status)
+        else:
+            resp = _json(obj.raw, status)
+        for w in warnings or ():
+            resp.headers.add("Warning", warning_header(w))
+        return resp
 
     # ---------------------------------------------------------------- verbs
 
@@ -375,18 +407,27 @@ class ApiServer:
         return _json({"kind": f"{cls.KIND}List", "apiVersion": cls.API_VERSION, "metadata": md,
                       "items": [o.raw for o in items]})
 
+    def _validated(self, request: web.Request, cls: type[KubeObject], body: dict[str, Any]) -> tuple[Any, list[str]]:
+        """fieldValidation on a create/update body: the plain body to store and the warnings."""
+        warnings = self.field_validator.check_body(cls, body, directive(request.query.get("fieldValidation")))
+        body = plain(body)
+        self._check_size(body)
+        return body, warnings
+
     async def _create(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
         body = self._check_body(await self._body(request), cls, namespace, None)
         if request.query.get("dryRun") == "All":
             raise BadRequest("dryRun is not supported by ksched")
+        body, warnings = self._validated(request, cls, body)
         obj = self.store.create(body, owned=True)
-        return self._render(request, obj, 201)
+        return self._render(request, obj, 201, warnings)
 
     async def _update(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
                       sub: str) -> web.Response:
         body = self._check_body(await self._body(request), cls, namespace, name)
+        body, warnings = self._validated(request, cls, body)
         obj = self.store.update(body, sub)
-        return self._render(request, obj)
+        return self._render(request, obj, warnings=warnings)
 
     async def _patch(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
                      sub: str) -> web.Response:
@@ -397,9 +438,18 @@ class ApiServer:
         if ctype not in _PATCH_TYPES:
             raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
                                        f'include: {", ".join(_PATCH_TYPES)}')
+        mode = directive(request.query.get("fieldValidation"))
         body = await self._body(request)
-        obj = self.store.patch(cls, namespace, name, body, ctype, sub)
-        return self._render(request, obj)
+        duplicates = duplicate_fields(body) if ctype != _PATCH_TYPES[1] else []
+        body = plain(body)
+        warnings: list[str] = []
+
+        def check(old: dict[str, Any], new: dict[str, Any]) -> None:
+            warnings.extend(self.field_validator.check_patched(cls, old, new, mode, duplicates))
+            self._check_size(new)
+
+        obj = self.store.patch(cls, namespace, name, body, ctype, sub, check=check)
+        return self._render(request, obj, warnings=warnings)
 
     async def _delete(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str) -> web.Response:
         opts = _object(await self._body(request), "DeleteOptions")

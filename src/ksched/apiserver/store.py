@@ -498,7 +498,10 @@ class Store:
     # ------------------------------------------------------------------ patch
 
     def patch(self, kind: str | type[KubeObject], namespace: str, name: str, patch: Any,
-              content_type: str = "application/merge-patch+json", subresource: str = "") -> KubeObject:
+              content_type: str = "application/merge-patch+json", subresource: str = "", *,
+              check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> KubeObject:
+        """Patch an object. ``check(old, patched)`` sees the patched manifest before anything
+        is written: it may refuse (raise) or change it (the HTTP front's field validation)."""
         cls = _resolve_kind(kind)
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
@@ -508,6 +511,8 @@ class Store:
                 new_raw = apply_patch(copy.deepcopy(old.raw), patch, content_type)
             except PatchError as e:
                 raise Invalid(f"the patch cannot be applied: {e}", kind=cls.KIND, name=name) from e
+            if check is not None:
+                check(old.raw, new_raw)
             md = new_raw.get("metadata")
             if not isinstance(md, dict):
                 raise Invalid.of(cls.KIND, name, [FieldError("metadata", "must be an object")])
