@@ -191,3 +191,54 @@ def test_request_and_object_size_limits(api: Http, store: Store) -> None:
                               content_type="application/merge-patch+json")
     assert_status(body, 413, "RequestEntityTooLarge")
     assert store.get("Namespace", "", "small").raw["spec"]["finalizers"] == ["kubernetes"]
+
+
+# ----------------------------------------------------------------------------- access reviews
+
+
+def _pb_string(field: int, s: str) -> bytes:
+    data = s.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def _pb_message(field: int, body: bytes) -> bytes:
+    return bytes([field << 3 | 2, len(body)]) + body
+
+
+def test_reviews_are_discoverable_and_answer_for_the_one_user(api: Http) -> None:
+    st, _, groups = api.get("/apis")
+    names = {g["name"] for g in groups["groups"]}
+    assert {"authentication.k8s.io", "authorization.k8s.io"} <= names
+    st, _, lst = api.get("/apis/authorization.k8s.io/v1")
+    res = {r["name"]: r for r in lst["resources"]}
+    assert res["selfsubjectaccessreviews"]["verbs"] == ["create"]
+    assert res["selfsubjectrulesreviews"]["kind"] == "SelfSubjectRulesReview"
+    st, _, body = api.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                           {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert st == 201 and body["status"]["userInfo"] == {"username": "ksched-admin",
+                                                        "groups": ["system:masters", "system:authenticated"]}
+    spec = {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}}
+    st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {"spec": spec})
+    assert st == 201 and body["status"] == {"allowed": True} and body["spec"] == spec
+    st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {"spec": {}})
+    assert_status(body, 422, "Invalid")
+    st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", {"spec": {"namespace": "x"}})
+    assert st == 201 and body["status"]["resourceRules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
+    st, _, body = api.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    assert_status(body, 405, "MethodNotAllowed")
+    st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", ["not", "an", "object"])
+    assert_status(body, 400, "BadRequest")
+
+
+def test_reviews_read_protobuf_bodies(api: Http) -> None:
+    attrs = _pb_string(2, "get") + _pb_string(5, "nodes") + _pb_string(6, "status")
+    obj = _pb_message(2, _pb_message(1, attrs))
+    envelope = b"k8s\x00" + _pb_message(1, _pb_string(1, "authorization.k8s.io/v1")) + _pb_message(2, obj)
+    st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", raw=envelope,
+                           content_type="application/vnd.kubernetes.protobuf")
+    assert st == 201, body
+    assert body["spec"] == {"resourceAttributes": {"verb": "get", "resource": "nodes", "subresource": "status"}}
+    for bad in (b"nope", b"k8s\x00\x12\x09"):
+        st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", raw=bad,
+                               content_type="application/vnd.kubernetes.protobuf")
+        assert_status(body, 400, "BadRequest")

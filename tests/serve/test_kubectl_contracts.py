@@ -74,3 +74,13 @@ def test_explain_prints_fields_and_types(cluster: tuple[Store, Kubectl]) -> None
     assert "minAvailable" in out and "selector\t<LabelSelector>" in out
     out = k.out("explain", "nodes", "--recursive")
     assert "KIND:       Node" in out and "unschedulable\t<boolean>" in out
+
+
+def test_auth_can_i_and_whoami(cluster: tuple[Store, Kubectl]) -> None:
+    _, k = cluster
+    assert k.out("auth", "can-i", "create", "pods").strip() == "yes"
+    assert k.out("auth", "can-i", "delete", "nodes", "--subresource=status").strip() == "yes"
+    out = k.out("auth", "whoami")
+    assert "Username    ksched-admin" in out and "system:masters" in out
+    listed = k.out("auth", "can-i", "--list")
+    assert listed.splitlines()[1].split() == ["*.*", "[]", "[]", "[*]"]

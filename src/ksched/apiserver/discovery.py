@@ -7,6 +7,7 @@ from typing import Any
 
 from ksched.api.kinds import KINDS
 from ksched.api.meta import KubeObject
+from ksched.apiserver.auth import RESOURCES as REVIEW_RESOURCES
 
 __all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_versions", "has_status_subresource",
            "resolve_resource", "served_kinds"]
@@ -49,7 +50,7 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 def api_group_list() -> dict[str, Any]:
     groups = []
-    for (g, v) in sorted(GROUP_VERSIONS):
+    for (g, v) in sorted(set(GROUP_VERSIONS) | {(g, v) for g, v, _ in REVIEW_RESOURCES}):
         if not g:
             continue
         gv = {"groupVersion": f"{g}/{v}", "version": v}
@@ -65,10 +66,13 @@ def api_group(group: str) -> dict[str, Any] | None:
 
 
 def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
-    classes = GROUP_VERSIONS.get((group, version))
-    if not classes:
+    classes = GROUP_VERSIONS.get((group, version)) or []
+    reviews = [(p, k) for (g, v, p), k in REVIEW_RESOURCES.items() if (g, v) == (group, version)]
+    if not classes and not reviews:
         return None
-    resources: list[dict[str, Any]] = []
+    resources: list[dict[str, Any]] = [
+        {"name": p, "singularName": k.lower(), "namespaced": False, "kind": k, "verbs": ["create"]}
+        for p, k in sorted(reviews)]
     for c in sorted(classes, key=lambda c: c.PLURAL):
         r: dict[str, Any] = {"name": c.PLURAL, "singularName": c.KIND.lower(), "namespaced": c.NAMESPACED,
                              "kind": c.KIND, "verbs": list(_VERBS)}

@@ -34,7 +34,7 @@ from ksched.api.errors import (
 from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
-from ksched.apiserver import discovery
+from ksched.apiserver import auth, discovery
 from ksched.apiserver.fieldvalidation import (
     FieldValidator,
     directive,
@@ -43,7 +43,7 @@ from ksched.apiserver.fieldvalidation import (
     plain,
     warning_header,
 )
-from ksched.apiserver.openapi import OpenAPIDocuments
+from ksched.apiserver.openapi import OpenAPIDocuments, ServedResource
 from ksched.apiserver.openapi_proto import PROTOBUF_CONTENT_TYPE, PROTOBUF_MIME
 from ksched.apiserver.store import Store
 from ksched.apiserver.tables import to_table
@@ -132,7 +132,8 @@ class ApiServer:
         self._server: BackgroundServer | None = None
         self._open_watches: set[Any] = set()  # watch streams being served
         self.field_validator = FieldValidator()
-        self.openapi = OpenAPIDocuments(discovery.served_kinds, status_subresource=discovery.has_status_subresource)
+        self.openapi = OpenAPIDocuments(discovery.served_kinds, status_subresource=discovery.has_status_subresource,
+            extra=[ServedResource(f"{g}/{v}", k, p) for (g, v, p), k in auth.RESOURCES.items()])
         self.app = self._make_app()
 
     @property
@@ -239,6 +240,15 @@ class ApiServer:
         sub = rest[2] if len(rest) > 2 else ""
         if len(rest) > 3:
             raise NotFound("the server could not find the requested resource")
+        review = auth.review_resource(group, version, plural)
+        if review is not None and not namespace and not name and not watch_path:
+            if request.method != "POST":
+                raise MethodNotAllowed("the server does not allow this method on the requested resource")
+            if request.headers.get("Content-Type", "").startswith(auth.PROTOBUF):
+                body = auth.decode_protobuf_review(review, await request.read())
+            else:
+                body = await self._body(request)
+            return _json(auth.create_review(group, version, review, body), 201)
         if (group, plural) == ("", "bindings"):
             return await self._binding(request, namespace, "")
         cls = discovery.resolve_resource(group, version, plural)
