@@ -657,9 +657,9 @@ def test_node_table_has_upstream_columns(api: Http, store: Store) -> None:
     assert rows["n1"][1:3] == ["Ready", "control-plane"]
     assert rows["n1"][4:] == ["v1.36.0", "10.0.0.1", "<none>", "Ubuntu 24.04", "6.8.0", "containerd://2.0"]
     assert rows["n2"][1:3] == ["NotReady,SchedulingDisabled", "<none>"]
-    # Other kinds get name and age.
+    # Other kinds get theirs (tests/apiserver/test_tables.py has them all).
     t = api.get("/api/v1/namespaces", headers={"Accept": TABLE})[2]
-    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Age"]
+    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Status", "Age"]
     assert "default" in [r["cells"][0] for r in t["rows"]]
 
 

@@ -84,3 +84,26 @@ def test_auth_can_i_and_whoami(cluster: tuple[Store, Kubectl]) -> None:
     assert "Username    ksched-admin" in out and "system:masters" in out
     listed = k.out("auth", "can-i", "--list")
     assert listed.splitlines()[1].split() == ["*.*", "[]", "[]", "[*]"]
+
+
+def test_get_prints_upstreams_columns(cluster: tuple[Store, Kubectl]) -> None:
+    store, k = cluster
+    store.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "ev1", "namespace": "default"},
+                  "type": "Warning", "reason": "FailedScheduling", "message": "0/3 nodes are available",
+                  "involvedObject": {"kind": "Pod", "name": "web-0", "namespace": "default"}})
+    store.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                  "metadata": {"name": "sched", "namespace": "kube-system"}, "spec": {"holderIdentity": "ksched-1"}})
+    out = k.out("get", "events")
+    assert out.split("\n")[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert "Warning   FailedScheduling   pod/web-0   0/3 nodes are available" in out
+    assert k.out("get", "ns").split("\n")[0].split() == ["NAME", "STATUS", "AGE"]
+    assert k.out("get", "pc").split("\n")[0].split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    out = k.out("get", "lease", "-n", "kube-system")
+    assert out.split("\n")[0].split() == ["NAME", "HOLDER", "AGE"] and "ksched-1" in out
+    store.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "columns", "namespace": "default"},
+                  "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "columns"}}}})
+    out = k.out("get", "pdb", "columns")
+    assert out.split("\n")[0].split() == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS",
+                                          "AGE"]
+    assert out.split("\n")[1].split()[:3] == ["columns", "N/A", "1"]
