@@ -242,3 +242,74 @@ def test_reviews_read_protobuf_bodies(api: Http) -> None:
         st, _, body = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", raw=bad,
                                content_type="application/vnd.kubernetes.protobuf")
         assert_status(body, 400, "BadRequest")
+
+
+# ----------------------------------------------------------------------------- list/watch edge cases
+
+EDGE_CASES = [
+    # (method, path, body, code, reason)
+    ("GET", "/api/v1/namespaces?resourceVersion=abc", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?resourceVersion=-3", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?limit=-1", None, 200, None),
+    ("GET", "/api/v1/namespaces?limit=x", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?resourceVersionMatch=Exact", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?resourceVersion=0&resourceVersionMatch=Exact", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?resourceVersion=1&resourceVersionMatch=Sometime", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?resourceVersion=1&resourceVersionMatch=Exact", None, 410, "Expired"),
+    ("GET", "/api/v1/namespaces?resourceVersion={rv}&resourceVersionMatch=Exact", None, 200, None),
+    ("GET", "/api/v1/namespaces?resourceVersion=0&resourceVersionMatch=NotOlderThan", None, 200, None),
+    ("GET", "/api/v1/namespaces?resourceVersion=999999", None, 504, "Timeout"),
+    ("GET", "/api/v1/namespaces?watch=1&resourceVersion=999999", None, 504, "Timeout"),
+    ("GET", "/api/v1/namespaces?watch=1&resourceVersion=abc", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan", None, 400,
+     "BadRequest"),
+    ("GET", "/api/v1/namespaces?watch=1&sendInitialEvents=true", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?sendInitialEvents=true&resourceVersionMatch=NotOlderThan", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?labelSelector=a%20in", None, 400, "BadRequest"),
+    ("GET", "/api/v1/namespaces?continue=garbage", None, 400, "BadRequest"),
+    ("POST", "/api/v1/namespaces", {"metadata": {"name": "no-kind"}}, 201, None),
+    ("POST", "/api/v1/namespaces", {"kind": "Pod", "metadata": {"name": "wrong-kind"}}, 400, "BadRequest"),
+    ("POST", "/api/v1/namespaces", {"apiVersion": "v2", "metadata": {"name": "wrong-version"}}, 400, "BadRequest"),
+    ("POST", "/api/v1/namespaces", [1, 2], 400, "BadRequest"),
+    ("POST", "/api/v1/namespaces", "just a string", 400, "BadRequest"),
+    ("POST", "/api/v1/namespaces", {"metadata": "not an object"}, 422, "Invalid"),
+    ("PUT", "/api/v1/namespaces", {"metadata": {"name": "x"}}, 405, "MethodNotAllowed"),
+    ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews/extra", {}, 404, "NotFound"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "code", "reason"), EDGE_CASES,
+                         ids=[f"{m} {p}" for m, p, *_ in EDGE_CASES])
+def test_edge_cases_answer_as_upstream(api: Http, store: Store, method: str, path: str, body: Any, code: int,
+                                       reason: str | None) -> None:
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bump"}})
+    before = store.count("Namespace")
+    path = path.replace("{rv}", str(store.resource_version))
+    st, _, got = api.request(method, path, body)
+    assert st == code, got
+    if reason is not None:
+        assert_status(got, code, reason)
+        assert store.count("Namespace") == before  # nothing half-applied
+    if code == 504:
+        assert got["details"]["causes"] == [{"reason": "ResourceVersionTooLarge",
+                                             "message": "Too large resource version"}]
+        assert got["details"]["retryAfterSeconds"] == 1
+
+
+@pytest.mark.parametrize("flag", ["--tls-cert", "--tls-key"])
+def test_serve_refuses_a_certificate_without_its_key(tmp_path: Any, flag: str) -> None:
+    import subprocess
+    import sys
+
+    from serve_helpers import REPO
+
+    from ksched.cli.common import EXIT_INVALID_INPUT
+
+    (tmp_path / "f.pem").write_text("x")
+    cp = subprocess.run([sys.executable, "-m", "ksched.cli.main", "serve", "--listen", "127.0.0.1:0", flag,
+                         str(tmp_path / "f.pem"), "--kubeconfig-out", str(tmp_path / "kc")],
+                        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+    assert cp.returncode == EXIT_INVALID_INPUT, cp.stderr
+    assert "--tls-cert and --tls-key go together" in cp.stderr
+    assert not (tmp_path / "kc").exists()

@@ -23,6 +23,7 @@ from ksched.api.errors import (
     ApiError,
     BadRequest,
     FieldError,
+    Gone,
     Invalid,
     MethodNotAllowed,
     NotAcceptable,
@@ -59,6 +60,18 @@ MAX_REQUEST_BYTES = 3 * 1024 * 1024
 MAX_OBJECT_BYTES = 1536 * 1024
 _PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json",
                 "application/strategic-merge-patch+json")
+
+
+class ResourceVersionTooLarge(ApiError):
+    """504 Timeout for a resourceVersion the server has not reached (upstream's
+    storage.NewTooLargeResourceVersionError, after the watch cache gave up waiting)."""
+
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, rv: int, current: int) -> None:
+        super().__init__(f"Too large resource version: {rv}, current: {current}", retry_after=1,
+                         causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
 
 
 def is_loopback(host: str) -> bool:
@@ -406,6 +419,8 @@ class ApiServer:
             limit = int(request.query.get("limit", "0") or 0)
         except ValueError as e:
             raise BadRequest("limit must be an integer") from e
+        limit = max(limit, 0)  # a negative limit asks for everything, as upstream's storage reads it
+        self._check_list_resource_version(request)
         items, rv, cont = self.store.list(cls, namespace or None, ls, fs, limit,
                                           request.query.get("continue", ""))
         if self._wants_table(request):
@@ -423,6 +438,46 @@ class ApiServer:
         body = plain(body)
         self._check_size(body)
         return body, warnings
+
+    def _check_list_resource_version(self, request: web.Request, *, watch: bool = False) -> None:
+        """``resourceVersion`` and ``resourceVersionMatch`` as upstream's ListOptions validation and
+        watch cache: not a number is 400; ``resourceVersionMatch`` needs a resourceVersion, is
+        NotOlderThan or Exact (not Exact with 0) and is not for watches; a version the server
+        has not reached is 504 Timeout (ResourceVersionTooLarge); Exact of an older one is 410."""
+        q = request.query
+        rv_s = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        rv: int | None = None
+        if rv_s:
+            try:
+                rv = int(rv_s)
+            except ValueError:
+                rv = -1
+            if rv < 0:
+                raise BadRequest(f'resourceVersion: Invalid value: "{rv_s}": must be a non-negative integer')
+        if q.get("sendInitialEvents"):
+            if not watch:
+                raise BadRequest("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list")
+            if match != "NotOlderThan":
+                raise BadRequest('resourceVersionMatch: Forbidden: sendInitialEvents requires setting '
+                                 'resourceVersionMatch to NotOlderThan')
+        elif match:
+            if watch:
+                raise BadRequest("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch")
+            if not rv_s:
+                raise BadRequest("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                                 "resourceVersion is provided")
+            if match not in ("NotOlderThan", "Exact"):
+                raise BadRequest(f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+                                 f'"Exact", "NotOlderThan", ""')
+            if match == "Exact" and rv == 0:
+                raise BadRequest('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
+                                 'resourceVersion "0"')
+        current = self.store.resource_version
+        if rv is not None and rv > current:
+            raise ResourceVersionTooLarge(rv, current)
+        if match == "Exact" and rv is not None and rv < current:
+            raise Gone(f"too old resource version: {rv} ({current})")
 
     async def _create(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
         body = self._check_body(await self._body(request), cls, namespace, None)
@@ -539,6 +594,9 @@ class ApiServer:
         timeout_s = _int(q.get("timeoutSeconds"), "timeoutSeconds")
         deadline = time.monotonic() + timeout_s if timeout_s else None
         table = self._wants_table(request)
+        # A malformed or future resourceVersion is answered before the stream starts (a plain
+        # Status); an expired one is the stream's only event, as kube-apiserver's watch cache.
+        self._check_list_resource_version(request, watch=True)
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                        "Transfer-Encoding": "chunked"})
         try:

@@ -66,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if listen is None:
         return EXIT_INVALID_INPUT
     host, port = listen
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("error: --tls-cert and --tls-key go together: give both (or neither, for a generated certificate)",
+              file=sys.stderr)
+        return EXIT_INVALID_INPUT
     config = load_config(args.config)
     partitions = _serve_partitions(args)
     if partitions is None:
