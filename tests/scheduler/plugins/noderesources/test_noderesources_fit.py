@@ -976,3 +976,25 @@ def test_runtime_uses_vectorized_forms_and_weights() -> None:
     raw, _, weighted = record[FIT]
     assert raw.tolist() == [32, 63] and weighted.tolist() == [96, 189]
     assert isinstance(total, np.ndarray)
+
+
+def test_scoring_ignores_the_incoming_pods_pod_level_resources() -> None:
+    """Upstream quirk (1.36): NodeResourcesFit's scorer is built without the PodLevelResources
+    gate, so the pod is scored by its containers (non-zero defaults included); Filter counts
+    the pod-level requests, and so does BalancedAllocation's scorer."""
+    spec = ResourceSpec.of([("cpu", 1), ("memory", 1)])
+    p = pod(C("100m", "100Mi"), pod_level={"cpu": "2", "memory": "2Gi"})
+    assert pod_request_list(p, spec, use_requested=False, pod_level=False) == (100, 100 * Mi)
+    assert pod_request_list(p, spec, use_requested=False) == (2000, 2 * 1024 * Mi)
+    bare = pod(None, pod_level={"cpu": "2", "memory": "2Gi"})  # containers without requests: the defaults
+    assert pod_request_list(bare, spec, use_requested=False, pod_level=False) == (
+        DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST)
+    # LeastAllocated on a 4-CPU / 8Gi node: (4000-100)*100//4000 = 97, (8Gi-100Mi)*100//8Gi = 98 -> 97.
+    # With the pod-level requests it would be (50 + 75) // 2 = 62.
+    r = PluginRunner([FIT], [node("n", cpu="4", mem="8Gi")])
+    assert r.score(p)[FIT] == {"n": 97}
+    assert r.filter(p) == {"n": None}
+    # Filter sees the pod-level request: 2 CPUs do not fit a 1-CPU node.
+    r1 = PluginRunner([FIT], [node("small", cpu="1", mem="8Gi")])
+    st = r1.filter(p)["small"]
+    assert st is not None and st.reasons == ("Insufficient cpu",)

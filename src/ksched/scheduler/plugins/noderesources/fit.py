@@ -12,6 +12,12 @@ Filter (real requests, not the non-zero ones):
   allocatable (preemption cannot help), Unschedulable otherwise.
 
 :func:`fits_request` exposes the check for preemption and other callers.
+
+Score, an upstream quirk kept on purpose: the incoming pod is scored by its containers' requests
+(with the non-zero defaults), its pod-level ``spec.resources`` ignored -- in 1.36 the scorer is
+built without the PodLevelResources gate -- while Filter and every node's requested totals
+(bound pods included) count pod-level resources. Scores and chosen nodes for pods with
+pod-level resources therefore match kube-scheduler's, not what the spec would suggest.
 """
 
 from __future__ import annotations
