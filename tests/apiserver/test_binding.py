@@ -174,8 +174,10 @@ def test_pod_count_limit() -> None:
 def test_overhead_and_init_containers_count() -> None:
     st = Store(VirtualClock())
     st.create(mknode("n", cpu="2"))
+    st.create({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
+               "handler": "kata", "overhead": {"podFixed": {"cpu": "250m"}}})
     st.create(mkpod("a", ctr({"cpu": "500m"}), initContainers=[ctr({"cpu": "1500m"}, name="i")],
-                    overhead={"cpu": "250m"}))
+                    runtimeClassName="kata"))
     st.create(mkpod("b", ctr({"cpu": "250m"})))
     st.create(mkpod("c", ctr({"cpu": "1m"})))
     st.bind("default", "a", "n")  # 1500m + 250m

@@ -404,8 +404,10 @@ def test_default_tolerations_not_duplicated_and_switchable() -> None:
     st = Store(VirtualClock())
     p = st.create(mkpod("a", tolerations=[{"operator": "Exists"}]))
     assert p.raw["spec"]["tolerations"] == [{"operator": "Exists"}]
-    st2 = Store(VirtualClock(), default_tolerations=False)
+    st2 = Store(VirtualClock(), disable_admission_plugins=["DefaultTolerationSeconds"])
     assert "tolerations" not in st2.create(mkpod("a")).raw["spec"]
+    with pytest.raises(ValueError, match="unknown admission plugin"):
+        Store(VirtualClock(), disable_admission_plugins=["NoSuchPlugin"])
 
 
 def test_resource_defaults_and_qos(store: Store) -> None:
@@ -431,8 +433,14 @@ def test_priority_from_class_name(store: Store) -> None:
     assert p.priority == 2_000_001_000
     p = store.create(mkpod("c", priorityClassName="system-cluster-critical"))
     assert p.priority == 2_000_000_000
-    p = store.create(mkpod("d", priorityClassName="high", preemptionPolicy="PreemptLowerPriority"))
-    assert p.preemption_policy == "PreemptLowerPriority"
+    p = store.create(mkpod("d", priorityClassName="high", preemptionPolicy="Never"))
+    assert p.preemption_policy == "Never"
+    # A pod may not state a policy other than its class's.
+    with pytest.raises(Forbidden) as ei:
+        store.create(mkpod("e", priorityClassName="high", preemptionPolicy="PreemptLowerPriority"))
+    assert ei.value.message == (
+        'pods "e" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided '
+        "in pod spec; priority admission controller computed Never from the given PriorityClass name")
 
 
 def test_unknown_priority_class_is_rejected_and_not_stored(store: Store) -> None:
@@ -457,11 +465,17 @@ def test_priority_value_mismatch(store: Store) -> None:
     with pytest.raises(Forbidden):
         store.create(mkpod("a", priorityClassName="high", priority=5))
     assert store.create(mkpod("b", priorityClassName="high", priority=1000)).priority == 1000
-    # Lenient by default: a pod stating a priority without a class keeps it.
-    assert store.create(mkpod("c", priority=7)).priority == 7
-    strict = Store(VirtualClock(), strict_priority=True)
-    with pytest.raises(Forbidden):
-        strict.create(mkpod("c", priority=7))
+    # As upstream: a pod stating a priority without a class is refused (it would outrank
+    # everything it names), unless it states what the default gives it.
+    with pytest.raises(Forbidden) as ei:
+        store.create(mkpod("c", priority=7))
+    assert ei.value.message == (
+        'pods "c" is forbidden: the integer value of priority (7) must not be provided in pod spec; priority '
+        "admission controller computed 0 from the given PriorityClass name")
+    assert store.create(mkpod("d", priority=0)).priority == 0
+    # Without the Priority plugin (upstream's scheduler benchmarks), the pod keeps what it states.
+    lenient = Store(VirtualClock(), disable_admission_plugins=["Priority"])
+    assert lenient.create(mkpod("c", priority=7)).priority == 7
 
 
 # ---------------------------------------------------------------- status and patches through the store

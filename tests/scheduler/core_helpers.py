@@ -317,7 +317,10 @@ class Env:
     def __init__(self, cfg: SchedulerConfiguration | None = None, plugins: Iterable[type] = (), *,
                  seed: int = 0, explain: bool = False, conflict_resolver: bool = True) -> None:
         self.clock = VirtualClock()
-        self.store = Store(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver)
+        # Pods state their priority without PriorityClasses, as in upstream's scheduler integration
+        # tests (whose API server runs without the Priority admission plugin).
+        self.store = Store(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
+                           disable_admission_plugins=("Priority",))
         self.client = InProcessClient(self.store)
         reg = Registry(load_entry_points=False)
         for p in plugins:

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.config import ConfigMap, Secret
+from ksched.api.endpointslice import EndpointSlice
 from ksched.api.event import Event
 from ksched.api.lease import Lease
+from ksched.api.limitrange import LimitRange
 from ksched.api.meta import KubeObject
 from ksched.api.namespace import Namespace
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass
+from ksched.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from ksched.api.resourcequota import ResourceQuota
+from ksched.api.runtimeclass import RuntimeClass
+from ksched.api.service import Service
+from ksched.api.serviceaccount import ServiceAccount
 from ksched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 __all__ = ["KINDS", "KIND_BY_PLURAL", "UnknownKindError", "kind_class", "parse_object"]
@@ -21,6 +30,11 @@ KINDS: dict[str, type[KubeObject]] = {
     for c in (Namespace, Node, Pod, Event, PriorityClass, PodDisruptionBudget, PersistentVolume,
               PersistentVolumeClaim, StorageClass, CSINode, Lease)
 }
+# Services and their endpoints, configuration, identities, namespace limits and quotas, runtime
+# classes, RBAC, custom resource definitions.
+KINDS.update({c.KIND: c for c in (
+    Service, EndpointSlice, ConfigMap, Secret, ServiceAccount, LimitRange, ResourceQuota, RuntimeClass, Role,
+    ClusterRole, RoleBinding, ClusterRoleBinding, CustomResourceDefinition)})
 KIND_BY_PLURAL: dict[str, type[KubeObject]] = {c.PLURAL: c for c in KINDS.values()}
 
 # Older API versions a manifest may still use for the same kinds.
@@ -32,6 +46,11 @@ _ALIASES: dict[str, set[str]] = {
     "Lease": {"coordination.k8s.io/v1beta1"},
     "Event": {"events.k8s.io/v1"},
 }
+_ALIASES.update({
+    "EndpointSlice": {"discovery.k8s.io/v1beta1"},
+    "RuntimeClass": {"node.k8s.io/v1beta1"},
+    **{k: {"rbac.authorization.k8s.io/v1beta1"} for k in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")},
+})
 
 
 class UnknownKindError(ValueError):

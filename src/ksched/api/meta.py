@@ -99,6 +99,15 @@ class KubeObject:
     NAMESPACED: ClassVar[bool] = True
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
     STATUS_SUBRESOURCE: ClassVar[bool] = False
+    # What the store, watches and informers call the kind: KIND for the built-in kinds, the
+    # CustomResourceDefinition's name (``<plural>.<group>``) for custom ones, whose kind names
+    # may repeat across groups.
+    KIND_KEY: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "KIND_KEY" not in cls.__dict__:
+            cls.KIND_KEY = cls.KIND
 
     __slots__ = (
         "annotations",

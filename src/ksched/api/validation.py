@@ -11,14 +11,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ksched.api.apiextensions import validate_crd
 from ksched.api.errors import FieldError, Path
 from ksched.api.quantity import QuantityError, parse_quantity
 from ksched.api.resources import is_extended_resource, is_hugepages, is_native
 
-__all__ = ["validate", "validate_quantity"]
+__all__ = ["validate", "validate_metadata", "validate_quantity"]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _HUGEPAGE_SIZE = re.compile(r"^hugepages-[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
@@ -191,7 +194,18 @@ def _metadata(v: _V, raw: dict[str, Any], namespaced: bool, name_rule: str = "su
 
 
 def _name(v: _V, path: Path, name: str, rule: str) -> None:
-    if rule == "label":
+    if rule == "path":
+        # RBAC names are path segments (``system:controller:x`` is fine).
+        if name in (".", ".."):
+            v.invalid(path, name, f"may not be '{name}'")
+        for bad in ("/", "%"):
+            if bad in name:
+                v.invalid(path, name, f"may not contain '{bad}'")
+    elif rule == "dns1035":
+        if len(name) > 63 or not _DNS1035_LABEL.match(name):
+            v.invalid(path, name, "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                                  "start with an alphabetic character, and end with an alphanumeric character")
+    elif rule == "label":
         if len(name) > 63 or not _DNS1123_LABEL.match(name):
             v.invalid(path, name, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
                                   "characters or '-', and must start and end with an alphanumeric character")
@@ -632,6 +646,379 @@ def _event(v: _V, raw: dict[str, Any]) -> None:
     v.mapping(Path("involvedObject"), raw.get("involvedObject"))
 
 
+# ---------------------------------------------------------------- services, configuration, RBAC, CRDs
+
+_SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+_MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _port_number(v: _V, path: Path, x: Any, required: bool = True) -> None:
+    n = v.integer(path, x, required=required)
+    if n is not None and not 1 <= n <= 65535:
+        v.invalid(path, n, "must be between 1 and 65535, inclusive")
+
+
+def _service(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True, name_rule="dns1035")
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    stype = spec.get("type") or "ClusterIP"
+    if stype not in _SERVICE_TYPES:
+        v.unsupported(sp.child("type"), stype, _SERVICE_TYPES)
+    ports = v.sequence(sp.child("ports"), spec.get("ports"))
+    headless = spec.get("clusterIP") == "None"
+    if stype == "ExternalName":
+        v.string(sp.child("externalName"), spec.get("externalName"), required=True)
+    elif not ports and not headless:
+        v.required(sp.child("ports"))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        p = sp.child("ports").index(i)
+        port = v.mapping(p, port)
+        name = port.get("name")
+        if name in (None, ""):
+            if len(ports) > 1:
+                v.required(p.child("name"))
+        elif not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.match(name):
+            v.invalid(p.child("name"), name, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                                             "characters or '-', and must start and end with an alphanumeric "
+                                             "character")
+        elif name in names:
+            v.add(p.child("name"), f'Duplicate value: "{name}"', "FieldValueDuplicate")
+        else:
+            names.add(name)
+        _port_number(v, p.child("port"), port.get("port"))
+        proto = port.get("protocol")
+        if proto is not None and proto not in _PROTOCOLS:
+            v.unsupported(p.child("protocol"), proto, _PROTOCOLS)
+        tp = port.get("targetPort")
+        if isinstance(tp, int) and not isinstance(tp, bool):
+            _port_number(v, p.child("targetPort"), tp)
+        elif tp is not None and not (isinstance(tp, str) and tp and len(tp) <= 15
+                                     and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", tp)):
+            v.invalid(p.child("targetPort"), tp, "must contain only alpha-numeric characters (a-z, 0-9), and "
+                                                 "hyphens (-)")
+        np_ = port.get("nodePort")
+        if np_ not in (None, 0):
+            if stype not in ("NodePort", "LoadBalancer"):
+                v.forbidden(p.child("nodePort"), f"may not be used when `type` is '{stype}'")
+            else:
+                _port_number(v, p.child("nodePort"), np_)
+    sel = v.mapping(sp.child("selector"), spec.get("selector"))
+    _labels(v, sp.child("selector"), sel)
+    aff = spec.get("sessionAffinity")
+    if aff is not None and aff not in ("ClientIP", "None"):
+        v.unsupported(sp.child("sessionAffinity"), aff, ("ClientIP", "None"))
+    ip = spec.get("clusterIP")
+    if ip not in (None, "", "None") and (not isinstance(ip, str) or not _is_ip(ip)):
+        v.invalid(sp.child("clusterIP"), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")
+
+
+def _is_ip(s: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _endpoint_slice(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    at = raw.get("addressType")
+    if at not in ("IPv4", "IPv6", "FQDN"):
+        if not at:
+            v.required(Path("addressType"))
+        else:
+            v.unsupported(Path("addressType"), at, ("FQDN", "IPv4", "IPv6"))
+    ep = Path("endpoints")
+    for i, e in enumerate(v.sequence(ep, raw.get("endpoints"))):
+        e = v.mapping(ep.index(i), e)
+        addrs = v.sequence(ep.index(i).child("addresses"), e.get("addresses"))
+        if not addrs:
+            v.add(ep.index(i).child("addresses"), "Required value: must contain at least 1 address",
+                  "FieldValueRequired")
+        elif len(addrs) > 100:
+            v.add(ep.index(i).child("addresses"), f"Too many: {len(addrs)}: must have at most 100 items",
+                  "FieldValueTooMany")
+    pp = Path("ports")
+    for i, port in enumerate(v.sequence(pp, raw.get("ports"))):
+        port = v.mapping(pp.index(i), port)
+        if port.get("port") is not None:
+            _port_number(v, pp.index(i).child("port"), port.get("port"))
+        proto = port.get("protocol")
+        if proto is not None and proto not in _PROTOCOLS:
+            v.unsupported(pp.index(i).child("protocol"), proto, _PROTOCOLS)
+
+
+def _config_keys(v: _V, raw: dict[str, Any], fields: tuple[str, ...], base64_fields: tuple[str, ...] = ()) -> int:
+    """Check data keys (and base64 values); returns the total size of the values."""
+    import base64
+    import binascii
+
+    total = 0
+    seen: dict[str, str] = {}
+    for f in fields:
+        d = v.mapping(Path(f), raw.get(f))
+        for k, val in d.items():
+            p = Path(f).key(str(k))
+            if not isinstance(k, str) or not _CONFIG_KEY.match(k) or len(k) > 253:
+                v.invalid(p, k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                                "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+                                "'[-._a-zA-Z0-9]+')")
+            if k in seen:
+                v.invalid(p, k, f"duplicate of key present in {seen[k]}")
+            seen[str(k)] = f
+            if not isinstance(val, str):
+                v.invalid(p, val, "must be a string")
+                continue
+            if f in base64_fields:
+                try:
+                    total += len(base64.b64decode(val, validate=True))
+                except (binascii.Error, ValueError):
+                    v.invalid(p, "<value omitted>", "illegal base64 data")
+            else:
+                total += len(val.encode())
+    return total
+
+
+def _config_map(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    if _config_keys(v, raw, ("data", "binaryData"), ("binaryData",)) > _MAX_CONFIG_BYTES:
+        v.add("", f"Too long: must have at most {_MAX_CONFIG_BYTES} bytes", "FieldValueTooLong")
+
+
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+}
+
+
+def _secret(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    if _config_keys(v, raw, ("data", "stringData"), ("data",)) > _MAX_CONFIG_BYTES:
+        v.add("data", f"Too long: must have at most {_MAX_CONFIG_BYTES} bytes", "FieldValueTooLong")
+    stype = raw.get("type") or "Opaque"
+    keys = {*(raw.get("data") or {}), *(raw.get("stringData") or {})} if isinstance(raw.get("data") or {}, dict) \
+        and isinstance(raw.get("stringData") or {}, dict) else set()
+    for k in _SECRET_REQUIRED_KEYS.get(stype, ()):
+        if k not in keys:
+            v.required(Path("data").key(k))
+    if stype == "kubernetes.io/basic-auth" and not keys & {"username", "password"}:
+        v.add("data", 'Required value: must contain at least one of "username" or "password"', "FieldValueRequired")
+    if stype == "kubernetes.io/service-account-token":
+        md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        if not (md.get("annotations") or {}).get("kubernetes.io/service-account.name"):
+            v.required(Path("metadata.annotations").key("kubernetes.io/service-account.name"))
+
+
+def _service_account(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+
+
+_LIMIT_TYPES = ("Container", "Pod", "PersistentVolumeClaim")
+
+
+def _limit_range(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    lp = Path("spec.limits")
+    spec = v.mapping(Path("spec"), raw.get("spec"))
+    for i, item in enumerate(v.sequence(lp, spec.get("limits"))):
+        p = lp.index(i)
+        item = v.mapping(p, item)
+        ltype = item.get("type")
+        if not ltype:
+            v.required(p.child("type"))
+        lists = {f: _resource_list(v, p.child(f), item.get(f)) for f in
+                 ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")}
+        if ltype == "Pod":
+            for f in ("default", "defaultRequest"):
+                if item.get(f):
+                    v.forbidden(p.child(f), "may not be specified when `type` is 'Pod'")
+        if ltype == "PersistentVolumeClaim" and "storage" not in lists["min"] and "storage" not in lists["max"]:
+            v.add(p.child("min"), "Required value: either minimum or maximum storage value is required, but "
+                                      "neither was provided", "FieldValueRequired")
+        mx, mn, df, dr, ratio = (lists[f] for f in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"))
+        for k in sorted({*mx, *mn, *df, *dr, *ratio}):
+            if k in mn and k in mx and mn[k].nanos > mx[k].nanos:
+                v.invalid(p.child("min").key(k), str(mn[k]), f"min value {mn[k]} is greater than max value {mx[k]}")
+            if k in dr and k in mn and mn[k].nanos > dr[k].nanos:
+                v.invalid(p.child("defaultRequest").key(k), str(dr[k]),
+                          f"min value {mn[k]} is greater than default request value {dr[k]}")
+            if k in dr and k in mx and dr[k].nanos > mx[k].nanos:
+                v.invalid(p.child("defaultRequest").key(k), str(dr[k]),
+                          f"default request value {dr[k]} is greater than max value {mx[k]}")
+            if k in dr and k in df and dr[k].nanos > df[k].nanos:
+                v.invalid(p.child("defaultRequest").key(k), str(dr[k]),
+                          f"default request value {dr[k]} is greater than default limit value {df[k]}")
+            if k in df and k in mx and df[k].nanos > mx[k].nanos:
+                v.invalid(p.child("default").key(k), str(df[k]), f"default value {df[k]} is greater than max value "
+                                                                 f"{mx[k]}")
+            if k in df and k in mn and mn[k].nanos > df[k].nanos:
+                v.invalid(p.child("default").key(k), str(df[k]), f"min value {mn[k]} is greater than default value "
+                                                                 f"{df[k]}")
+            if k in ratio and ratio[k].nanos < 10**9:
+                v.invalid(p.child("maxLimitRequestRatio").key(k), str(ratio[k]), f"ratio {ratio[k]} is less than 1")
+
+
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity", "VolumeAttributesClass")
+_QUOTA_STANDARD = frozenset(("pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+                             "persistentvolumeclaims", "services.nodeports", "services.loadbalancers", "cpu",
+                             "memory", "ephemeral-storage", "storage"))
+
+
+def _resource_quota(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    hard = v.mapping(sp.child("hard"), spec.get("hard"))
+    for k in hard:
+        if not isinstance(k, str):
+            continue
+        if not (k in _QUOTA_STANDARD or k.startswith(("requests.", "limits.", "count/", "hugepages-"))
+                or "/" in k):
+            v.invalid(sp.child("hard").key(k), k, "must be a standard resource type or fully qualified")
+    _resource_list(v, sp.child("hard"), {k: q for k, q in hard.items()
+                                         if isinstance(k, str) and not k.startswith("count/")})
+    for k, q in hard.items():
+        if isinstance(k, str) and k.startswith("count/"):
+            fe = validate_quantity(q, str(sp.child("hard").key(k)))
+            if fe is not None:
+                v.errors.append(fe)
+    scopes = v.sequence(sp.child("scopes"), spec.get("scopes"))
+    for i, sc in enumerate(scopes):
+        if sc not in _QUOTA_SCOPES:
+            v.invalid(sp.child("scopes").index(i), sc, "unsupported scope")
+    for a, b in (("Terminating", "NotTerminating"), ("BestEffort", "NotBestEffort")):
+        if a in scopes and b in scopes:
+            v.invalid(sp.child("scopes"), scopes, "conflicting scopes")
+    ssp = sp.child("scopeSelector").child("matchExpressions")
+    sel = v.mapping(sp.child("scopeSelector"), spec.get("scopeSelector"))
+    for i, e in enumerate(v.sequence(ssp, sel.get("matchExpressions"))):
+        p = ssp.index(i)
+        e = v.mapping(p, e)
+        if e.get("scopeName") not in _QUOTA_SCOPES:
+            v.invalid(p.child("scopeName"), e.get("scopeName"), "unsupported scope")
+        op = e.get("operator")
+        vals = e.get("values") or []
+        if op not in _LABEL_SELECTOR_OPS:
+            v.unsupported(p.child("operator"), op, _LABEL_SELECTOR_OPS)
+        elif op in ("In", "NotIn") and not vals:
+            v.add(p.child("values"), "Required value: must be at least one value when `operator` is 'In' or "
+                                     "'NotIn' for scope selector", "FieldValueRequired")
+        elif op in ("Exists", "DoesNotExist") and vals:
+            v.invalid(p.child("values"), vals, "must be no value when `operator` is 'Exist' or 'DoesNotExist' for "
+                                               "scope selector")
+
+
+def _runtime_class(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    h = raw.get("handler")
+    if not h:
+        v.required(Path("handler"))
+    elif not isinstance(h, str) or len(h) > 63 or not _DNS1123_LABEL.match(h):
+        v.invalid(Path("handler"), h, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                                      "characters or '-', and must start and end with an alphanumeric character")
+    overhead = v.mapping(Path("overhead"), raw.get("overhead"))
+    _resource_list(v, Path("overhead.podFixed"), overhead.get("podFixed"))
+    sched = v.mapping(Path("scheduling"), raw.get("scheduling"))
+    _labels(v, Path("scheduling.nodeSelector"), sched.get("nodeSelector"))
+    _tolerations(v, Path("scheduling.tolerations"), sched.get("tolerations"))
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def _policy_rules(v: _V, raw: dict[str, Any], namespaced: bool) -> None:
+    rp = Path("rules")
+    rules = v.sequence(rp, raw.get("rules"))
+    for i, r in enumerate(rules):
+        p = rp.index(i)
+        r = v.mapping(p, r)
+        if not r.get("verbs"):
+            v.add(p.child("verbs"), "Required value: verbs must contain at least one value", "FieldValueRequired")
+        urls = r.get("nonResourceURLs")
+        if urls:
+            if namespaced:
+                v.invalid(p.child("nonResourceURLs"), urls, "namespaced rules cannot apply to non-resource URLs")
+            if r.get("apiGroups") or r.get("resources") or r.get("resourceNames"):
+                v.invalid(p.child("nonResourceURLs"), urls, "rules cannot apply to both regular resources and "
+                                                            "non-resource URLs")
+            continue
+        if not r.get("apiGroups"):
+            v.add(p.child("apiGroups"), "Required value: resource rules must supply at least one api group",
+                  "FieldValueRequired")
+        if not r.get("resources"):
+            v.add(p.child("resources"), "Required value: resource rules must supply at least one resource",
+                  "FieldValueRequired")
+
+
+def _role(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True, name_rule="path")
+    _policy_rules(v, raw, True)
+
+
+def _cluster_role(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False, name_rule="path")
+    if raw.get("aggregationRule") is None:
+        _policy_rules(v, raw, False)
+
+
+def _binding(v: _V, raw: dict[str, Any], cluster: bool) -> None:
+    _metadata(v, raw, not cluster, name_rule="path")
+    rr = Path("roleRef")
+    ref = v.mapping(rr, raw.get("roleRef"))
+    if ref.get("apiGroup") != _RBAC_GROUP:
+        v.unsupported(rr.child("apiGroup"), ref.get("apiGroup") or "", (_RBAC_GROUP,))
+    kinds = ("ClusterRole",) if cluster else ("ClusterRole", "Role")
+    if ref.get("kind") not in kinds:
+        v.unsupported(rr.child("kind"), ref.get("kind") or "", kinds)
+    if not ref.get("name"):
+        v.required(rr.child("name"))
+    sp = Path("subjects")
+    for i, s in enumerate(v.sequence(sp, raw.get("subjects"))):
+        p = sp.index(i)
+        s = v.mapping(p, s)
+        if not s.get("name"):
+            v.required(p.child("name"))
+        kind = s.get("kind")
+        if kind == "ServiceAccount":
+            if s.get("apiGroup"):
+                v.unsupported(p.child("apiGroup"), s.get("apiGroup"), ("",))
+            if cluster and not s.get("namespace"):
+                v.required(p.child("namespace"))
+        elif kind in ("User", "Group"):
+            if s.get("apiGroup") != _RBAC_GROUP:
+                v.unsupported(p.child("apiGroup"), s.get("apiGroup") or "", (_RBAC_GROUP,))
+        else:
+            v.unsupported(p.child("kind"), kind or "", ("Group", "ServiceAccount", "User"))
+
+
+def _role_binding(v: _V, raw: dict[str, Any]) -> None:
+    _binding(v, raw, False)
+
+
+def _cluster_role_binding(v: _V, raw: dict[str, Any]) -> None:
+    _binding(v, raw, True)
+
+
+def _crd(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    v.errors.extend(validate_crd(raw))
+
+
+def validate_metadata(raw: dict[str, Any], namespaced: bool) -> list[FieldError]:
+    """The errors of an object's metadata alone (names as DNS subdomains), for kinds validated
+    elsewhere (custom resources)."""
+    v = _V()
+    _metadata(v, raw, namespaced)
+    return v.errors
+
+
 _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
     "Pod": _pod,
     "Node": _node,
@@ -645,6 +1032,21 @@ _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
     "Lease": _lease,
     "Event": _event,
 }
+_VALIDATORS.update({
+    "Service": _service,
+    "EndpointSlice": _endpoint_slice,
+    "ConfigMap": _config_map,
+    "Secret": _secret,
+    "ServiceAccount": _service_account,
+    "LimitRange": _limit_range,
+    "ResourceQuota": _resource_quota,
+    "RuntimeClass": _runtime_class,
+    "Role": _role,
+    "ClusterRole": _cluster_role,
+    "RoleBinding": _role_binding,
+    "ClusterRoleBinding": _cluster_role_binding,
+    "CustomResourceDefinition": _crd,
+})
 
 
 def validate(raw: Any) -> list[FieldError]:

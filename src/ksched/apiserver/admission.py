@@ -1,21 +1,80 @@
-"""Admission on create, as kube-apiserver's defaulting and admission plugins do it for the kinds
-the scheduler reads: Pod defaults, Priority (from priorityClassName or the globalDefault class),
-DefaultTolerationSeconds. Functions here mutate a private copy of the manifest."""
+"""Admission, as kube-apiserver's defaulting and admission plugins run it on a new object
+(``staging/src/k8s.io/apiserver/pkg/admission``; plugin order from ``pkg/kubeapiserver/options/
+plugins.go``):
+
+1. API defaulting of the pod (the fields the scheduler reads);
+2. mutating plugins, in order: NamespaceLifecycle (in the store), LimitRanger, ServiceAccount,
+   Priority, DefaultTolerationSeconds, RuntimeClass;
+3. object validation (in the store);
+4. validating plugins, in order: LimitRanger, Priority (PriorityClasses), RuntimeClass, and
+   ResourceQuota last (in the store, which charges the quota in the same step as the write).
+
+:data:`ADMISSION_PLUGINS` names the plugins ksched runs; a store can run without some
+(``disable_admission_plugins``, as kube-apiserver's ``--disable-admission-plugins``; the
+scheduler_perf workloads run without ServiceAccount and Priority, as upstream's benchmark
+server does). Functions here mutate a private copy of the manifest. Refusals raise
+:class:`Forbidden` with upstream's ``<resource> "<name>" is forbidden: <why>``.
+
+Divergences: the ServiceAccount plugin mounts no API token volume (simulated pods run no
+containers) and accepts a pod whose ``default`` service account is not there yet (upstream
+retries for a moment while the serviceaccount controller creates it; the embedded store cannot
+wait inside a write); objects imported from another cluster (``existing``) keep what that
+cluster's admission gave them and are not mutated again.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from ksched.api.errors import Forbidden
+from ksched.api.limitrange import LimitRange
+from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass
+from ksched.api.runtimeclass import RuntimeClass
+from ksched.api.serviceaccount import DEFAULT_SERVICE_ACCOUNT
+from ksched.apiserver import limitranger, runtimeclass
 
-__all__ = ["admit_pod", "default_pod"]
+__all__ = ["ADMISSION_PLUGINS", "Lookup", "admit_pod", "admit_priority_class", "check_plugins", "default_pod",
+           "forbidden", "validate_admission"]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 DEFAULT_TOLERATION_SECONDS = 300
 _NOT_READY = "node.kubernetes.io/not-ready"
 _UNREACHABLE = "node.kubernetes.io/unreachable"
+_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+# The admission plugins ksched runs, in upstream's order.
+ADMISSION_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "ServiceAccount", "Priority", "DefaultTolerationSeconds",
+                     "RuntimeClass", "ResourceQuota")
+
+
+class Lookup(Protocol):
+    """What admission reads of the store: objects of a kind in a namespace, and one by name."""
+
+    def list(self, kind: str, namespace: str) -> list[KubeObject]: ...
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None: ...
+
+
+def check_plugins(names: Iterable[str]) -> frozenset[str]:
+    """The plugin names, each one known (ValueError otherwise)."""
+    out = frozenset(n.strip() for n in names if n.strip())
+    unknown = sorted(out - set(ADMISSION_PLUGINS))
+    if unknown:
+        raise ValueError(f"unknown admission plugin(s): {', '.join(unknown)} (known: {', '.join(ADMISSION_PLUGINS)})")
+    return out
+
+
+def forbidden(resource: str, name: str, why: str) -> Forbidden:
+    """Upstream's admission.NewForbidden: ``<resource> "<name>" is forbidden: <why>``."""
+    return Forbidden(f'{resource} "{name}" is forbidden: {why}', kind=resource.partition(".")[0], name=name)
+
+
+def _display_name(raw: dict[str, Any]) -> str:
+    md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    return str(md.get("name") or md.get("generateName") or "Unknown")
 
 
 def default_pod(raw: dict[str, Any]) -> None:
@@ -74,37 +133,132 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
         spec["tolerations"] = [*tols, *add]
 
 
-def admit_pod(raw: dict[str, Any], priority_classes: Callable[[], Iterable[PriorityClass]],
-              get_priority_class: Callable[[str], PriorityClass | None], *, strict_priority: bool = False,
-              default_tolerations: bool = True) -> None:
-    """Priority admission and defaulting of a new pod (in place)."""
-    default_pod(raw)
+def _service_account(raw: dict[str, Any], namespace: str, lookup: Lookup) -> str | None:
+    """The ServiceAccount plugin: the pod runs as ``default`` unless it names an account, which
+    must exist. Why the pod is refused, else None."""
+    md = raw.get("metadata") or {}
+    if _MIRROR_ANNOTATION in (md.get("annotations") or {}):
+        return None
     spec = raw["spec"]
-    if default_tolerations:
-        _default_tolerations(spec)
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
+    spec["serviceAccountName"] = name
+    if name != DEFAULT_SERVICE_ACCOUNT and lookup.get("ServiceAccount", namespace, name) is None:
+        return f'error looking up service account {namespace}/{name}: serviceaccount "{name}" not found'
+    return None
+
+
+def _priority(raw: dict[str, Any], lookup: Lookup, existing: bool) -> str | None:
+    """The Priority plugin: the pod's priority from its PriorityClass (or the global default
+    with the lowest value, else 0); a stated priority must agree. Why refused, else None."""
+    spec = raw["spec"]
     name = spec.get("priorityClassName") or ""
+    given = spec.get("priority")
+    if existing and given is not None:
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        return None  # admitted by the cluster it was exported from
     pc: PriorityClass | None
     if name:
-        pc = get_priority_class(name)
+        got = lookup.get("PriorityClass", "", name)
+        pc = got if isinstance(got, PriorityClass) else None
         if pc is None:
-            raise Forbidden(f'pods "{(raw.get("metadata") or {}).get("name", "")}" is forbidden: '
-                            f"no PriorityClass with name {name} was found",
-                            kind="pods", name=(raw.get("metadata") or {}).get("name", ""))
+            if existing:
+                return None
+            return f"no PriorityClass with name {name} was found"
     else:
-        defaults = [p for p in priority_classes() if p.global_default]
+        defaults = [p for p in lookup.list("PriorityClass", "") if isinstance(p, PriorityClass) and p.global_default]
         pc = min(defaults, key=lambda p: p.value) if defaults else None
     computed = pc.value if pc is not None else 0
-    given = spec.get("priority")
     if given is not None and given != computed:
-        if strict_priority or name:
-            raise Forbidden(
-                f"the integer value of priority ({given}) must not be provided in pod spec; priority "
-                f"admission controller computed {computed} from the given PriorityClass name")
-        # Lenient (the default): a pod that states its priority without a class keeps it, as
-        # manifests generated for simulation (and scheduler_perf's templates) expect.
+        return (f"the integer value of priority ({given}) must not be provided in pod spec; priority admission "
+                f"controller computed {computed} from the given PriorityClass name")
+    policy = pc.preemption_policy if pc is not None else "PreemptLowerPriority"
+    given_policy = spec.get("preemptionPolicy")
+    if given_policy is not None and given_policy != policy:
+        return (f"the string value of PreemptionPolicy ({given_policy}) must not be provided in pod spec; priority "
+                f"admission controller computed {policy} from the given PriorityClass name")
+    spec["priority"] = computed
+    spec["preemptionPolicy"] = policy
+    if pc is not None and not name and pc.name:
+        spec["priorityClassName"] = pc.name
+    return None
+
+
+def _lenient_priority(raw: dict[str, Any]) -> None:
+    """Without the Priority plugin (scheduler_perf's server): the pod keeps what it states."""
+    raw["spec"].setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def _runtime_class_getter(lookup: Lookup) -> Callable[[str], RuntimeClass | None]:
+    def get(name: str) -> RuntimeClass | None:
+        rc = lookup.get("RuntimeClass", "", name)
+        return rc if isinstance(rc, RuntimeClass) and rc.deletion_timestamp is None else None
+    return get
+
+
+def _limit_ranges(lookup: Lookup, namespace: str) -> list[LimitRange]:
+    return sorted((lr for lr in lookup.list("LimitRange", namespace) if isinstance(lr, LimitRange)),
+                  key=lambda lr: lr.name)
+
+
+def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset(), *,
+              existing: bool = False) -> None:
+    """API defaulting and the mutating plugins on a new pod (in place); raises Forbidden."""
+    default_pod(raw)
+    md = raw.get("metadata") or {}
+    namespace = str(md.get("namespace") or "default")
+    name = _display_name(raw)
+    if existing:
+        _priority(raw, lookup, True)
+        return
+    if "LimitRanger" not in disabled:
+        ranges = _limit_ranges(lookup, namespace)
+        if ranges:
+            limitranger.mutate_pod(raw, ranges)
+    if "ServiceAccount" not in disabled:
+        why = _service_account(raw, namespace, lookup)
+        if why:
+            raise forbidden("pods", name, why)
+    if "Priority" not in disabled:
+        why = _priority(raw, lookup, False)
+        if why:
+            raise forbidden("pods", name, why)
     else:
-        spec["priority"] = computed
-        if pc is not None and name == "" and pc.name:
-            spec["priorityClassName"] = pc.name
-    if "preemptionPolicy" not in spec:
-        spec["preemptionPolicy"] = pc.preemption_policy if pc is not None else "PreemptLowerPriority"
+        _lenient_priority(raw)
+    if "DefaultTolerationSeconds" not in disabled:
+        _default_tolerations(raw["spec"])
+    if "RuntimeClass" not in disabled:
+        why = runtimeclass.admit(raw, _runtime_class_getter(lookup))
+        if why:
+            raise forbidden("pods", name, why)
+
+
+def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str] = frozenset(),
+                       resource: str = "") -> None:
+    """The validating plugins (but quota) on a new, valid object; raises Forbidden."""
+    name = _display_name(obj.raw)
+    if isinstance(obj, Pod):
+        if "LimitRanger" not in disabled:
+            ranges = _limit_ranges(lookup, obj.namespace)
+            why = limitranger.validate_pod(obj, ranges) if ranges else None
+            if why:
+                raise forbidden("pods", name, why)
+        if "RuntimeClass" not in disabled:
+            why = runtimeclass.validate(obj.raw, _runtime_class_getter(lookup))
+            if why:
+                raise forbidden("pods", name, why)
+    elif obj.KIND_KEY == "PersistentVolumeClaim" and "LimitRanger" not in disabled:
+        ranges = _limit_ranges(lookup, obj.namespace)
+        why = limitranger.validate_claim(obj.raw, ranges) if ranges else None
+        if why:
+            raise forbidden(resource or "persistentvolumeclaims", name, why)
+
+
+def admit_priority_class(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset()) -> None:
+    """The Priority plugin on a PriorityClass: at most one may be the global default."""
+    if "Priority" in disabled or not raw.get("globalDefault"):
+        return
+    name = _display_name(raw)
+    for pc in lookup.list("PriorityClass", ""):
+        if isinstance(pc, PriorityClass) and pc.global_default and pc.name != name:
+            raise forbidden("priorityclasses.scheduling.k8s.io", name,
+                            f"PriorityClass {pc.name} is already marked as default. Only one default can exist")

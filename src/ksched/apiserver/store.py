@@ -5,8 +5,16 @@ Semantics follow kube-apiserver for the kinds ksched knows:
 * one monotonic ``resourceVersion`` across all kinds; optimistic concurrency on update;
 * watch from a resourceVersion with ADDED / MODIFIED / DELETED and BOOKMARK events, bounded
   history per kind and ``410 Gone`` for a version older than the history;
-* admission on create (defaults, priority), validation with field paths; a rejected object is
+* admission on create (``admission.py``: defaults, LimitRanger, ServiceAccount, Priority,
+  DefaultTolerationSeconds, RuntimeClass, ResourceQuota with the quota charged in the same step),
+  per-kind create/update behaviour (``strategy.py``: Service addresses, Secret ``stringData``,
+  LimitRange defaults, immutable fields), validation with field paths; a rejected object is
   never stored;
+* the kinds of a per-store :class:`Scheme`: CustomResourceDefinitions add and remove custom kinds
+  as they are created and deleted (their objects are pruned, defaulted and validated against the
+  CRD's schema; deleting a CRD deletes its objects);
+* objects exported from another cluster (``create(..., existing=True)``) keep their uid,
+  creation time and status: a bound pod stays bound;
 * ``pods/binding`` (with the conflict resolver), ``pods/status``, ``pods/eviction``
   (PodDisruptionBudget-aware), graceful deletion of bound pods, finalizers;
 * ``after_write`` hooks, where a simulation runs its controllers (which are clients of the
@@ -28,6 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ksched.api.accounting import NodeAccounting
+from ksched.api.apiextensions import CustomObject, CustomResourceDefinition, crd_status, validate_crd
 from ksched.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -40,7 +49,7 @@ from ksched.api.errors import (
     NotFound,
     TooManyRequests,
 )
-from ksched.api.kinds import KINDS, UnknownKindError
+from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject, format_time
 from ksched.api.namespace import Namespace
@@ -48,34 +57,61 @@ from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass, system_priority_classes
+from ksched.api.resourcequota import ResourceQuota
 from ksched.api.resources import qos_class
-from ksched.api.validation import validate
+from ksched.api.scheme import Scheme, resource_name
 from ksched.api.watch import ADDED, DELETED, MODIFIED
-from ksched.apiserver.admission import admit_pod
+from ksched.apiserver.admission import (
+    admit_pod,
+    admit_priority_class,
+    check_plugins,
+    forbidden,
+    validate_admission,
+)
 from ksched.apiserver.fields import check_field_selector, field_values
+from ksched.apiserver.ipallocator import ServiceAllocator
 from ksched.apiserver.patch import PatchError, apply_patch
+from ksched.apiserver.resourcequota import QuotaRefused, check_request
+from ksched.apiserver.strategy import prepare_for_create, prepare_for_update
 from ksched.apiserver.watch import Watch, WatchCache
 from ksched.clock import Clock, RealClock
 
 __all__ = ["Store"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Metadata an object exported from another cluster keeps when it is created here.
+_EXISTING_KEEPS = ("uid", "creationTimestamp", "generation")
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
 
 
-def _resolve_kind(kind: str | type[KubeObject]) -> type[KubeObject]:
-    if isinstance(kind, type):
-        return kind
-    cls = KINDS.get(kind)
-    if cls is None:
-        raise NotFound(f'the server could not find the requested resource (kind "{kind}")')
-    return cls
-
-
 def _group(cls: type[KubeObject]) -> str:
     return cls.API_VERSION.rpartition("/")[0]
+
+
+def _qualified_kind(cls: type[KubeObject]) -> str:
+    """``Kind.group`` for custom kinds, as upstream names them in errors."""
+    return f"{cls.KIND}.{_group(cls)}" if issubclass(cls, CustomObject) else cls.KIND
+
+
+class _Lookup:
+    """What admission reads of the store (called under the store's lock)."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def list(self, kind: str, namespace: str) -> list[KubeObject]:
+        bucket = self.store._objects.get(kind) or {}
+        if not namespace:
+            return list(bucket.values())
+        return [o for o in bucket.values() if o.namespace == namespace]
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        bucket = self.store._objects.get(kind) or {}
+        return bucket.get(f"{namespace}/{name}" if namespace else name)
 
 
 def _with_meta(raw: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -94,17 +130,20 @@ class Store:
     """The embedded API store. Thread-safe; all methods may raise :class:`ApiError`."""
 
     def __init__(self, clock: Clock | None = None, *, history: int = 100_000, conflict_resolver: bool = True,
-                 auto_create_namespaces: bool = False, strict_priority: bool = False,
-                 default_tolerations: bool = True, start_rv: int = 0) -> None:
+                 auto_create_namespaces: bool = False, disable_admission_plugins: Iterable[str] = (),
+                 start_rv: int = 0) -> None:
         self.clock: Clock = clock or RealClock()
         self.conflict_resolver = conflict_resolver
         self.auto_create_namespaces = auto_create_namespaces
-        self.strict_priority = strict_priority
-        self.default_tolerations = default_tolerations
+        self.disabled_admission = check_plugins(disable_admission_plugins)
+        # The kinds this store serves: the built-in ones and those its CRDs define.
+        self.scheme = Scheme()
+        self.services = ServiceAllocator()
+        self._lookup = _Lookup(self)
         self._lock = threading.RLock()
         self._rv = start_rv
-        self._objects: dict[str, dict[str, KubeObject]] = {k: {} for k in KINDS}
-        self.watch_cache = WatchCache(KINDS, self._lock, history, start_rv)
+        self._objects: dict[str, dict[str, KubeObject]] = {c.KIND_KEY: {} for c in self.scheme.classes()}
+        self.watch_cache = WatchCache(list(self._objects), self._lock, history, start_rv)
         self.accounting = NodeAccounting()
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
@@ -135,8 +174,14 @@ class Store:
         h = os.urandom(16).hex()
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
+    def _resolve_kind(self, kind: str | type[KubeObject]) -> type[KubeObject]:
+        cls = self.scheme.resolve(kind)
+        if cls is None:
+            raise NotFound(f'the server could not find the requested resource (kind "{kind}")')
+        return cls
+
     def _bucket(self, cls: type[KubeObject]) -> dict[str, KubeObject]:
-        return self._objects[cls.KIND]
+        return self._objects[cls.KIND_KEY]
 
     @staticmethod
     def _key(cls: type[KubeObject], namespace: str, name: str) -> str:
@@ -144,7 +189,7 @@ class Store:
 
     def _commit(self, cls: type[KubeObject], etype: str, old: KubeObject | None, new: KubeObject | None,
                 rv: int) -> None:
-        kind = cls.KIND
+        kind = cls.KIND_KEY
         obj = new if new is not None else old
         assert obj is not None
         # Hooks (persistence) first: no watcher or reader sees a version before it is durable,
@@ -163,6 +208,8 @@ class Store:
                 self._terminating.pop(obj.key, None)
             self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                    new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
+        elif kind == "Service":
+            self.services.observe(old, new if etype != DELETED else None)
         self.watch_cache.commit(kind, etype, old, new, rv)
 
     def _written(self) -> None:
@@ -179,7 +226,7 @@ class Store:
     # ------------------------------------------------------------------ reads
 
     def get(self, kind: str | type[KubeObject], namespace: str, name: str) -> KubeObject:
-        cls = _resolve_kind(kind)
+        cls = self._resolve_kind(kind)
         with self._lock:
             obj = self._bucket(cls).get(self._key(cls, namespace, name))
         if obj is None:
@@ -187,7 +234,7 @@ class Store:
         return obj
 
     def try_get(self, kind: str | type[KubeObject], namespace: str, name: str) -> KubeObject | None:
-        cls = _resolve_kind(kind)
+        cls = self._resolve_kind(kind)
         with self._lock:
             return self._bucket(cls).get(self._key(cls, namespace, name))
 
@@ -195,8 +242,8 @@ class Store:
              label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,
              limit: int = 0, continue_token: str = "") -> tuple[list[KubeObject], int, str]:
         """Objects (sorted by key), the list's resourceVersion and a continue token (or "")."""
-        cls = _resolve_kind(kind)
-        check_field_selector(cls.KIND, field_selector)
+        cls = self._resolve_kind(kind)
+        check_field_selector(cls.KIND_KEY, field_selector)
         start = ""
         list_rv: int | None = None
         if continue_token:
@@ -229,12 +276,12 @@ class Store:
         return out, rv, nxt
 
     def items(self, kind: str | type[KubeObject]) -> list[KubeObject]:
-        cls = _resolve_kind(kind)
+        cls = self._resolve_kind(kind)
         with self._lock:
             return list(self._bucket(cls).values())
 
     def count(self, kind: str | type[KubeObject]) -> int:
-        return len(self._bucket(_resolve_kind(kind)))
+        return len(self._bucket(self._resolve_kind(kind)))
 
     # ------------------------------------------------------------------ watch
 
@@ -243,11 +290,11 @@ class Store:
               bookmarks: bool = False) -> Watch:
         """Watch from ``resource_version``: "" or "0" start with synthetic ADDED events for what
         exists now; a version older than the kept history raises :class:`Gone`."""
-        cls = _resolve_kind(kind)
-        check_field_selector(cls.KIND, field_selector)
+        cls = self._resolve_kind(kind)
+        check_field_selector(cls.KIND_KEY, field_selector)
         rv_s = str(resource_version) if resource_version is not None else ""
         with self._lock:
-            return self.watch_cache.open(cls.KIND, namespace, label_selector, field_selector, bookmarks, rv_s,
+            return self.watch_cache.open(cls.KIND_KEY, namespace, label_selector, field_selector, bookmarks, rv_s,
                                          self._bucket(cls).values(), self._rv)
 
     def send_bookmarks(self) -> None:
@@ -267,14 +314,28 @@ class Store:
     def restore(self, objects: Iterable[KubeObject], resource_version: int) -> None:
         """Replace the contents with saved objects (a restart from persistence). The history
         starts empty at ``resource_version``: watches from older versions get 410 Gone."""
+        objects = list(objects)
         with self._lock:
+            for c in self.scheme.custom_classes():
+                self.scheme.remove_crd(c.KIND_KEY)
+            for o in objects:
+                if isinstance(o, CustomResourceDefinition) and o.established:
+                    self._serve_crd(o)
             for k in self._objects:
                 self._objects[k] = {}
             self.accounting = NodeAccounting()
+            self.services.clear()
             self._terminating = {}
             top = resource_version
             for o in objects:
-                self._objects[o.KIND][o.key] = o
+                cls = self.scheme.resolve(o.KIND_KEY)
+                if cls is None:
+                    continue
+                if type(o) is not cls:
+                    o = cls.from_dict(o.raw)
+                self._objects[cls.KIND_KEY][o.key] = o
+                if cls.KIND_KEY == "Service":
+                    self.services.observe(None, o)
                 if isinstance(o, Pod):
                     self.accounting.add(o)
                     if o.deletion_timestamp is not None:
@@ -289,9 +350,12 @@ class Store:
     # ------------------------------------------------------------------ create
 
     def create(self, obj: dict[str, Any] | KubeObject, namespace: str | None = None, *,
-               owned: bool = False) -> KubeObject:
+               owned: bool = False, existing: bool = False) -> KubeObject:
         """Create an object. ``owned=True`` hands the manifest over (no defensive copy): the
-        caller built it for this call and will not touch it again."""
+        caller built it for this call and will not touch it again. ``existing=True``: the object
+        was exported from another cluster (a ``kubectl get -o yaml`` dump, a snapshot) and keeps
+        its uid, creation time, generation and status; admission that already ran there (defaults,
+        limits, priority, quota) does not refuse or change it again."""
         raw = obj if owned and isinstance(obj, dict) else copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
@@ -303,18 +367,27 @@ class Store:
                                      "on the request")
                 md["namespace"] = namespace
         with self._lock:
-            obj = self._create_unlocked(raw)
+            obj = self._create_unlocked(raw, existing)
         self._written()
         return obj
 
-    def _create_unlocked(self, raw: dict[str, Any]) -> KubeObject:
+    def _kind_of(self, raw: dict[str, Any]) -> type[KubeObject]:
         kind = raw.get("kind")
-        try:
-            cls = _resolve_kind(str(kind)) if kind else None
-        except NotFound:
-            cls = None
+        av = raw.get("apiVersion")
+        cls = self.scheme.resolve(str(kind)) if isinstance(kind, str) and kind else None
+        if cls is not None and issubclass(cls, CustomObject) and av:
+            cls = None  # a custom kind is named by its group and version
+        if cls is None and isinstance(kind, str) and kind and isinstance(av, str) and av:
+            try:
+                cls = self.scheme.kind_class(av, kind)
+            except UnknownKindError:
+                cls = None
         if cls is None:
-            raise BadRequest(str(UnknownKindError(str(raw.get("apiVersion", "")), str(kind or ""))))
+            raise BadRequest(str(UnknownKindError(str(av or ""), str(kind or ""))))
+        return cls
+
+    def _create_unlocked(self, raw: dict[str, Any], existing: bool = False) -> KubeObject:
+        cls = self._kind_of(raw)
         raw.setdefault("apiVersion", cls.API_VERSION)
         md = raw.get("metadata")
         if md is None:
@@ -325,21 +398,29 @@ class Store:
             md["namespace"] = md.get("namespace") or "default"
         else:
             md.pop("namespace", None)
+        kept = {f: md[f] for f in _EXISTING_KEEPS if f in md} if existing else {}
+        for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(f, None)
+        kind = cls.KIND_KEY
+        errors: list[FieldError] = []
+        if cls is Pod:
+            try:
+                admit_pod(raw, self._lookup, self.disabled_admission, existing=existing)
+            except (TypeError, AttributeError, ValueError):
+                pass  # malformed: validation below says where
+        elif cls is PriorityClass:
+            admit_priority_class(raw, self._lookup, self.disabled_admission)
+        else:
+            try:
+                errors = prepare_for_create(kind, raw, self.services)
+            except (TypeError, AttributeError, ValueError):
+                pass  # malformed: validation below says where
         if not md.get("name") and md.get("generateName"):
             md["name"] = f"{md['generateName']}{uuid.uuid4().hex[:5]}"
         name = md.get("name") or ""
-        for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
-            md.pop(f, None)
-        if cls is Pod:
-            try:
-                admit_pod(raw, lambda: self._bucket(PriorityClass).values(),  # type: ignore[arg-type,return-value]
-                          lambda n: self._bucket(PriorityClass).get(n),  # type: ignore[arg-type,return-value]
-                          strict_priority=self.strict_priority, default_tolerations=self.default_tolerations)
-            except (TypeError, AttributeError, ValueError):
-                pass  # malformed: validation below says where
-        errors = validate(raw)
+        errors = self.scheme.validate(raw, cls) + errors
         if errors:
-            raise Invalid.of(cls.KIND, str(name), errors)
+            raise Invalid.of(_qualified_kind(cls), str(name), errors)
         if cls.NAMESPACED:
             ns = md["namespace"]
             nso = self._bucket(Namespace).get(ns)
@@ -354,35 +435,87 @@ class Store:
         key = self._key(cls, md.get("namespace", ""), name)
         if key in self._bucket(cls):
             raise AlreadyExists.of(cls.PLURAL, name, _group(cls))
-        rv = self._next_rv()
         md["uid"] = self._new_uid()
-        md["resourceVersion"] = str(rv)
         md["creationTimestamp"] = format_time(self.now())
+        md.update(kept)
         if cls is Namespace:
             raw.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-            raw.setdefault("status", {})["phase"] = "Active"
-        if "generation" not in md and cls in (Pod, PodDisruptionBudget):
+            raw.setdefault("status", {}).setdefault("phase", "Active")
+            if not existing:
+                raw["status"]["phase"] = "Active"
+        if "generation" not in md and (cls in (Pod, PodDisruptionBudget, CustomResourceDefinition)
+                                       or issubclass(cls, CustomObject)):
             md["generation"] = 1
+        if cls is CustomResourceDefinition:
+            raw["status"] = crd_status(raw, self.scheme.names_conflict(CustomResourceDefinition.from_dict(raw)))
         obj = cls.from_dict(raw)
         if cls is Pod:
             raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
+        charges: list[tuple[ResourceQuota, Any]] = []
+        if not existing:
+            validate_admission(obj, self._lookup, self.disabled_admission, resource_name(cls))
+            if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
+                quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
+                if quotas:
+                    try:
+                        charges = check_request(obj, quotas, self.now())  # type: ignore[arg-type]
+                    except QuotaRefused as e:
+                        raise forbidden(resource_name(cls), md.get("name") or md.get("generateName") or "Unknown",
+                                        str(e)) from e
+        for q, used in charges:
+            status = dict(q.raw.get("status") or {})
+            status["used"] = {k: str(v) for k, v in sorted(used.items())}
+            self._write_status(ResourceQuota, q, status)
+        rv = self._next_rv()
+        md["resourceVersion"] = str(rv)
+        obj.resource_version = str(rv)
         self._commit(cls, ADDED, None, obj, rv)
+        if isinstance(obj, CustomResourceDefinition) and obj.established:
+            self._serve_crd(obj)
         return obj
+
+    # ------------------------------------------------------------------ custom resource definitions
+
+    def _serve_crd(self, crd: CustomResourceDefinition) -> None:
+        """Serve the kind an established CRD defines (again, after an update: stored objects are
+        re-read with the new definition, without a change anyone sees)."""
+        cls = self.scheme.add_crd(crd)
+        bucket = self._objects.get(cls.KIND_KEY)
+        if bucket is None:
+            self._objects[cls.KIND_KEY] = {}
+            self.watch_cache.add_kind(cls.KIND_KEY, self._rv)
+        else:
+            for k, o in list(bucket.items()):
+                bucket[k] = cls.from_dict(o.raw)
+
+    def _unserve_crd(self, crd: CustomResourceDefinition) -> None:
+        """Delete every object of the CRD's kind (what the CRD finalizer does), then stop serving it."""
+        cls = self.scheme.resolve(crd.name)
+        if cls is None or not issubclass(cls, CustomObject):
+            return
+        for o in list(self._bucket(cls).values()):
+            self._remove(cls, o)
+        self.scheme.remove_crd(crd.name)
+        self.watch_cache.close(cls.KIND_KEY)
 
     # ------------------------------------------------------------------ update
 
     def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
         raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
         with self._lock:
-            obj = self._update_unlocked(raw, subresource)
+            if not isinstance(raw, dict):
+                raise BadRequest("the object must be a JSON object")
+            obj = self._update_unlocked(raw, subresource, cls=self._kind_of(raw))
         self._written()
         return obj
 
     def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
         return self.update(obj, "status")
 
-    def _update_unlocked(self, raw: dict[str, Any], subresource: str = "", *, check_rv: bool = True) -> KubeObject:
-        cls = _resolve_kind(str(raw.get("kind") or ""))
+    def _update_unlocked(self, raw: dict[str, Any], subresource: str = "", *, check_rv: bool = True,
+                         cls: type[KubeObject] | None = None) -> KubeObject:
+        if cls is None:
+            cls = self._resolve_kind(str(raw.get("kind") or ""))
         md = raw.get("metadata")
         if not isinstance(md, dict):
             raise Invalid.of(cls.KIND, "", [FieldError("metadata", "must be an object")])
@@ -402,11 +535,25 @@ class Store:
         new_raw = self._merge_update(cls, old, raw, subresource)
         if new_raw is None:
             return old  # no-op: nothing changed, no new resourceVersion
+        errors: list[FieldError] = []
         if cls is Pod and subresource != "status":
             self._check_pod_update(old, new_raw)  # type: ignore[arg-type]
-        errors = validate(new_raw)
+        elif cls is PriorityClass:
+            admit_priority_class(new_raw, self._lookup, self.disabled_admission)
+        elif cls is CustomResourceDefinition:
+            errors = validate_crd(new_raw, old.raw)
+            new_raw["status"] = crd_status(new_raw, self.scheme.names_conflict(
+                CustomResourceDefinition.from_dict(new_raw)))
+        elif subresource != "status":
+            try:
+                errors = prepare_for_update(cls.KIND_KEY, old, new_raw, self.services)
+            except (TypeError, AttributeError, ValueError):
+                pass  # malformed: validation below says where
+        errors = self.scheme.validate(new_raw, cls) + errors
         if errors:
-            raise Invalid.of(cls.KIND, name, errors)
+            raise Invalid.of(_qualified_kind(cls), name, errors)
+        if new_raw == old.raw:
+            return old  # defaulting took the change back
         # Finalizers emptied on an object being deleted: it goes away now.
         nmd = new_raw["metadata"]
         if old.deletion_timestamp is not None and not nmd.get("finalizers") and not self._graceful_pending(old):
@@ -418,6 +565,11 @@ class Store:
         nmd["resourceVersion"] = str(rv)
         new = cls.from_dict(new_raw)
         self._commit(cls, MODIFIED, old, new, rv)
+        if isinstance(new, CustomResourceDefinition):
+            if new.established:
+                self._serve_crd(new)
+            else:
+                self._unserve_crd(new)
         return new
 
     def _graceful_pending(self, obj: KubeObject) -> bool:
@@ -502,7 +654,7 @@ class Store:
               check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> KubeObject:
         """Patch an object. ``check(old, patched)`` sees the patched manifest before anything
         is written: it may refuse (raise) or change it (the HTTP front's field validation)."""
-        cls = _resolve_kind(kind)
+        cls = self._resolve_kind(kind)
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
             if old is None:
@@ -525,7 +677,7 @@ class Store:
             if cls.NAMESPACED:
                 md["namespace"] = namespace
             new_raw["kind"] = cls.KIND
-            obj = self._update_unlocked(new_raw, subresource, check_rv=check)
+            obj = self._update_unlocked(new_raw, subresource, check_rv=check, cls=cls)
         self._written()
         return obj
 
@@ -536,7 +688,7 @@ class Store:
                resource_version: str | None = None) -> KubeObject:
         """Delete; bound pods are deleted gracefully (deletionTimestamp set, gone once the grace
         period ends), objects with finalizers wait for them."""
-        cls = _resolve_kind(kind)
+        cls = self._resolve_kind(kind)
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
             if old is None:
@@ -555,6 +707,8 @@ class Store:
     def _delete_unlocked(self, cls: type[KubeObject], old: KubeObject, grace: int | None) -> KubeObject:
         if cls is Namespace:
             return self._delete_namespace(old)
+        if isinstance(old, CustomResourceDefinition):
+            self._unserve_crd(old)
         period = 0
         if isinstance(old, Pod) and old.node_name and not old.is_terminal:
             period = grace if grace is not None else old.termination_grace_period_seconds
@@ -581,10 +735,10 @@ class Store:
 
     def _delete_namespace(self, ns: KubeObject) -> KubeObject:
         """Delete every object in the namespace, then the namespace."""
-        for k, cls in KINDS.items():
+        for cls in self.scheme.classes():
             if not cls.NAMESPACED:
                 continue
-            for o in [o for o in self._objects[k].values() if o.namespace == ns.name]:
+            for o in [o for o in self._objects[cls.KIND_KEY].values() if o.namespace == ns.name]:
                 self._remove(cls, o)
         return self._remove(Namespace, ns)
 

@@ -149,6 +149,14 @@ class WatchCache:
         self._compacted: dict[str, int] = dict.fromkeys(self._history, start_rv)
         self._watches: dict[str, list[Watch]] = {k: [] for k in self._history}
 
+    def add_kind(self, kind: str, rv: int) -> None:
+        """Start keeping the history of a kind served from now on (a custom kind): versions
+        before ``rv`` answer 410 Gone."""
+        if kind not in self._history:
+            self._history[kind] = deque()
+            self._compacted[kind] = rv
+            self._watches[kind] = []
+
     def watches(self, kind: str) -> list[Watch]:
         """The open watches of a kind (a copy)."""
         with self.lock:

@@ -79,6 +79,9 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
 # scheduler_perf runs an API server and the scheduler, no kube-controller-manager; the CSI
 # volume workload's claims are bound by the PV controller, the one controller the workloads need.
 BENCH_CONTROLLERS = ("persistentvolume-binder",)
+# As upstream's scheduler_perf API server: its pod templates state their priority without a
+# PriorityClass, and no service accounts are made.
+BENCH_DISABLED_ADMISSION = ("ServiceAccount", "Priority")
 
 
 def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured: int | None, init: int | None,
@@ -87,7 +90,8 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
     clock = RealClock()
-    cluster = EmbeddedCluster(clock, controllers=BENCH_CONTROLLERS, auto_create_namespaces=True)
+    cluster = EmbeddedCluster(clock, controllers=BENCH_CONTROLLERS, auto_create_namespaces=True,
+                              disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store, client = cluster.store, cluster.client
     informers = InformerFactory(client)
     sched = Scheduler(client, config, clock=clock, informers=informers, seed=seed)
@@ -283,7 +287,7 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     if w.config:
         raise ValueError(f"{w.name}: a workload with its own scheduler configuration cannot run over HTTP")
     cluster = EmbeddedCluster(RealClock(), controllers=BENCH_CONTROLLERS, synchronous=False,
-                              auto_create_namespaces=True)
+                              auto_create_namespaces=True, disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store = cluster.store
     cluster.start()
     calls = {"bindings": 0, "conflicts": 0}

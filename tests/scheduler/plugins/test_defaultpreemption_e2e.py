@@ -29,7 +29,9 @@ from ksched.testing import make_node, make_pod
 class Cluster:
     def __init__(self, fit: str, async_preemption: bool = True, args: dict[str, Any] | None = None) -> None:
         self.clock = VirtualClock()
-        cluster = EmbeddedCluster(self.clock)
+        # Pods state their priority (and preemption policy) themselves, as in upstream's
+        # integration tests, whose API server runs without the Priority admission plugin.
+        cluster = EmbeddedCluster(self.clock, disable_admission_plugins=("Priority",))
         self.store, self.client = cluster.store, cluster.client
         pm = {ep: PluginSet() for ep in EXTENSION_POINTS}
         pm["multiPoint"] = PluginSet([PluginRef(n) for n in ("PrioritySort", fit, "DefaultPreemption",
