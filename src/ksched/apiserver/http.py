@@ -145,7 +145,9 @@ class ApiServer:
         self._server: BackgroundServer | None = None
         self._open_watches: set[Any] = set()  # watch streams being served
         self.field_validator = FieldValidator()
-        self.openapi = OpenAPIDocuments(discovery.served_kinds, status_subresource=discovery.has_status_subresource,
+        self.openapi = OpenAPIDocuments(lambda: discovery.served_kinds(self.store.scheme),
+                                        status_subresource=lambda k: discovery.has_status_subresource(k,
+                                                                                                      self.store.scheme),
             extra=[ServedResource(f"{g}/{v}", k, p) for (g, v, p), k in auth.RESOURCES.items()])
         self.app = self._make_app()
 
@@ -218,7 +220,7 @@ class ApiServer:
         if path == "/api":
             return _json(discovery.api_versions(f"{self.host}:{self.port}"))
         if path == "/apis":
-            return _json(discovery.api_group_list())
+            return _json(discovery.api_group_list(self.store.scheme))
         if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             return self._openapi(request, path)
         segs = [s for s in path.split("/") if s]
@@ -226,7 +228,7 @@ class ApiServer:
             group, version, rest = "", segs[1], segs[2:]
         elif segs[0] == "apis" and len(segs) >= 2:
             if len(segs) == 2:
-                g = discovery.api_group(segs[1])
+                g = discovery.api_group(segs[1], self.store.scheme)
                 if g is None:
                     raise NotFound("the server could not find the requested resource")
                 return _json(g)
@@ -234,7 +236,7 @@ class ApiServer:
         else:
             raise NotFound("the server could not find the requested resource")
         if not rest:
-            lst = discovery.api_resource_list(group, version)
+            lst = discovery.api_resource_list(group, version, self.store.scheme)
             if lst is None:
                 raise NotFound("the server could not find the requested resource")
             return _json(lst)
@@ -264,9 +266,11 @@ class ApiServer:
             return _json(auth.create_review(group, version, review, body), 201)
         if (group, plural) == ("", "bindings"):
             return await self._binding(request, namespace, "")
-        cls = discovery.resolve_resource(group, version, plural)
+        cls = discovery.resolve_resource(group, version, plural, self.store.scheme)
         if cls is None:
             raise NotFound(f"the server could not find the requested resource (resource {plural!r})")
+        # The version asked for (a custom kind may be served at several; objects are stored in one).
+        request["api_version"] = f"{group}/{version}" if group else version
         if cls.NAMESPACED is False and namespace:
             raise NotFound("the server could not find the requested resource")
         m = request.method
@@ -368,7 +372,8 @@ class ApiServer:
             raise BadRequest(f"unable to parse requirement: {e}") from e
         return (ls if not ls.is_empty() else None), (fs if not fs.is_empty() else None)
 
-    def _check_body(self, body: Any, cls: type[KubeObject], namespace: str, name: str | None) -> dict[str, Any]:
+    def _check_body(self, body: Any, cls: type[KubeObject], namespace: str, name: str | None,
+                    request: web.Request | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
         kind = body.get("kind")
@@ -378,9 +383,10 @@ class ApiServer:
             raise BadRequest(f'the kind "{kind}" of the object does not match the resource '
                              f'"{cls.PLURAL}" (kind "{cls.KIND}")')
         av = body.get("apiVersion")
-        if av is not None and av != cls.API_VERSION:
-            raise BadRequest(f'the API version "{av}" of the object does not match "{cls.API_VERSION}"')
-        body.setdefault("apiVersion", cls.API_VERSION)
+        expected = self._api_version(cls, request)
+        if av is not None and av != expected:
+            raise BadRequest(f'the API version "{av}" of the object does not match "{expected}"')
+        body.setdefault("apiVersion", expected)
         md = body.get("metadata")
         if md is None:
             md = body["metadata"] = {}
@@ -397,13 +403,29 @@ class ApiServer:
             md["namespace"] = namespace
         return body
 
+    @staticmethod
+    def _api_version(cls: type[KubeObject], request: web.Request | None = None) -> str:
+        """The group/version a request addresses (a custom kind's may differ from its storage's)."""
+        av = request.get("api_version") if request is not None else None
+        return str(av) if av else cls.API_VERSION
+
+    @staticmethod
+    def _out(request: web.Request, raw: dict[str, Any]) -> dict[str, Any]:
+        """The object at the version asked for (custom kinds convert with strategy None: only
+        ``apiVersion`` differs)."""
+        av = request.get("api_version")
+        if av and raw.get("apiVersion") != av and "/" in str(av) and "/" in str(raw.get("apiVersion", "")) and \
+                str(raw.get("apiVersion")).rpartition("/")[0] == str(av).rpartition("/")[0]:
+            return {**raw, "apiVersion": av}
+        return raw
+
     def _render(self, request: web.Request, obj: KubeObject, status: int = 200,
                 warnings: list[str] | None = None) -> web.Response:
         if self._wants_table(request):
             resp = _json(to_table(obj.KIND, [obj], self.store.now(), obj.resource_version,
                                   include_object=request.query.get("includeObject", "Metadata")), status)
         else:
-            resp = _json(obj.raw, status)
+            resp = _json(self._out(request, obj.raw), status)
         for w in warnings or ():
             resp.headers.add("Warning", warning_header(w))
         return resp
@@ -429,8 +451,8 @@ class ApiServer:
         md: dict[str, Any] = {"resourceVersion": str(rv)}
         if cont:
             md["continue"] = cont
-        return _json({"kind": f"{cls.KIND}List", "apiVersion": cls.API_VERSION, "metadata": md,
-                      "items": [o.raw for o in items]})
+        return _json({"kind": f"{cls.KIND}List", "apiVersion": self._api_version(cls, request), "metadata": md,
+                      "items": [self._out(request, o.raw) for o in items]})
 
     def _validated(self, request: web.Request, cls: type[KubeObject], body: dict[str, Any]) -> tuple[Any, list[str]]:
         """fieldValidation on a create/update body: the plain body to store and the warnings."""
@@ -480,7 +502,7 @@ class ApiServer:
             raise Gone(f"too old resource version: {rv} ({current})")
 
     async def _create(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
-        body = self._check_body(await self._body(request), cls, namespace, None)
+        body = self._check_body(await self._body(request), cls, namespace, None, request)
         if request.query.get("dryRun") == "All":
             raise BadRequest("dryRun is not supported by ksched")
         body, warnings = self._validated(request, cls, body)
@@ -489,7 +511,7 @@ class ApiServer:
 
     async def _update(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str,
                       sub: str) -> web.Response:
-        body = self._check_body(await self._body(request), cls, namespace, name)
+        body = self._check_body(await self._body(request), cls, namespace, name, request)
         body, warnings = self._validated(request, cls, body)
         obj = self.store.update(body, sub)
         return self._render(request, obj, warnings=warnings)
@@ -522,7 +544,7 @@ class ApiServer:
         pre = _object(opts.get("preconditions"), "preconditions")
         obj = self.store.delete(cls, namespace, name, grace_period_seconds=grace,
                                 uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
-        return _json(obj.raw)
+        return _json(self._out(request, obj.raw))
 
     async def _delete_collection(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
         ls, fs = self._selectors(request)
@@ -576,7 +598,7 @@ class ApiServer:
                                    "metadata": {"resourceVersion": str(ev.resource_version)}}
         else:
             assert ev.object is not None
-            obj = ev.object.raw
+            obj = self._out(request, ev.object.raw)
             if table:
                 obj = to_table(kind, [ev.object], self.store.now(), ev.object.resource_version,
                                include_object=request.query.get("includeObject", "Metadata"))
@@ -628,7 +650,7 @@ class ApiServer:
         w.notify = notify
         self._open_watches.add(w)
         kind = cls.KIND
-        api_version = cls.API_VERSION
+        api_version = self._api_version(cls, request)
         initial_pending = send_initial and rv in ("", "0")
         next_bookmark = time.monotonic() + self.bookmark_interval
         try:

@@ -8,6 +8,7 @@ from typing import Any
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
+from ksched.api.scheme import Scheme
 from ksched.apiserver.store import Store
 from ksched.apiserver.watch import Watch
 
@@ -17,6 +18,11 @@ __all__ = ["InProcessClient"]
 class InProcessClient:
     def __init__(self, store: Store) -> None:
         self.store = store
+
+    @property
+    def scheme(self) -> Scheme:
+        """The kinds the store serves (its custom ones included)."""
+        return self.store.scheme
 
     def list(self, kind: str, namespace: str | None = None, label_selector: LabelSelector | None = None,
              field_selector: FieldSelector | None = None) -> tuple[list[KubeObject], str]:

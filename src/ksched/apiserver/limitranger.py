@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ksched.api.errors import aggregate_error_message
 from ksched.api.limitrange import LIMIT_TYPE_CONTAINER, LIMIT_TYPE_POD, LIMIT_TYPE_PVC, LimitRange
 from ksched.api.pod import Pod
 from ksched.api.quantity import Quantity, QuantityError, parse_quantity
 from ksched.api.quota import parse_resource_list, pod_requests_limits
 
-__all__ = ["LIMIT_RANGER_ANNOTATION", "aggregate", "mutate_pod", "validate_claim", "validate_pod"]
+__all__ = ["LIMIT_RANGER_ANNOTATION", "mutate_pod", "validate_claim", "validate_pod"]
 
 LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 _MAX_MILLI = (1 << 63) // 1000  # resource.MaxMilliValue
@@ -169,11 +170,6 @@ def _check(errs: list[str], ltype: str, item: Any, reqs: Mapping[str, Quantity],
             errs.append(e)
 
 
-def aggregate(errs: list[str]) -> str:
-    """Upstream's utilerrors.NewAggregate message."""
-    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
-
-
 def validate_pod(pod: Pod, ranges: list[LimitRange]) -> str | None:
     """Why the pod breaks a LimitRange (None when it does not); one range at a time, as upstream
     stops at the first range that refuses."""
@@ -192,7 +188,7 @@ def validate_pod(pod: Pod, ranges: list[LimitRange]) -> str | None:
                 reqs, lims = _pod_totals(pod)
                 _check(errs, LIMIT_TYPE_POD, item, reqs, lims)
         if errs:
-            return aggregate(errs)
+            return aggregate_error_message(errs)
     return None
 
 
@@ -220,5 +216,5 @@ def validate_claim(raw: dict[str, Any], ranges: list[LimitRange]) -> str | None:
                 if e:
                     errs.append(e)
         if errs:
-            return aggregate(errs)
+            return aggregate_error_message(errs)
     return None

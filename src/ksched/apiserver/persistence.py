@@ -9,8 +9,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from ksched.api.kinds import KINDS
+from ksched.api.apiextensions import CustomResourceDefinition
 from ksched.api.meta import KubeObject
+from ksched.api.scheme import Scheme
 from ksched.api.watch import DELETED
 from ksched.apiserver.store import Store
 
@@ -47,12 +48,21 @@ class SqlitePersistence:
         return int(row[0]) if row else 0
 
     def load(self) -> tuple[list[KubeObject], int]:
+        """The saved objects (custom ones as the kinds their saved CRDs define) and version."""
+        rows = [(kind, json.loads(data)) for kind, data in
+                self.db.execute("SELECT kind, data FROM objects ORDER BY rv")]
+        scheme = Scheme()
+        for kind, raw in rows:
+            if kind == CustomResourceDefinition.KIND:
+                crd = CustomResourceDefinition.from_dict(raw)
+                if crd.established:
+                    scheme.add_crd(crd)
         objs: list[KubeObject] = []
-        for kind, data in self.db.execute("SELECT kind, data FROM objects ORDER BY rv"):
-            cls = KINDS.get(kind)
+        for kind, raw in rows:
+            cls = scheme.resolve(kind)
             if cls is None:
                 continue
-            objs.append(cls.from_dict(json.loads(data)))
+            objs.append(cls.from_dict(raw))
         return objs, self.saved_resource_version()
 
     def attach(self, store: Store) -> None:
@@ -61,9 +71,9 @@ class SqlitePersistence:
             store.restore(objs, rv)
         else:
             # A fresh database: remember the objects the store starts with (default namespaces, ...).
-            for kind in KINDS:
-                for o in store.items(kind):
-                    self._write("ADDED", kind, o, store.resource_version)
+            for cls in store.scheme.classes():
+                for o in store.items(cls):
+                    self._write("ADDED", cls.KIND_KEY, o, store.resource_version)
         store.on_commit.append(self._write)
 
     def _write(self, etype: str, kind: str, obj: KubeObject, rv: int) -> None:

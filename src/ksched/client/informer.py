@@ -458,17 +458,21 @@ class InformerFactory:
         self.client = client
         self.informers: dict[str, SharedInformer] = {}
         self.notify: Callable[[], None] | None = None
+        self._started = False
 
     def informer(self, kind: str, **kwargs: Any) -> SharedInformer:
+        """The informer of ``kind`` (made on first use; started at once if the factory runs)."""
         inf = self.informers.get(kind)
         if inf is None:
             inf = self.informers[kind] = SharedInformer(self.client, kind, **kwargs)
             inf.reflector.notify = self.notify
+            if self._started:
+                inf.reflector.start()
         return inf
 
     def poll(self) -> int:
         n = 0
-        for inf in self.informers.values():
+        for inf in list(self.informers.values()):
             n += inf.poll()
         return n
 
@@ -481,12 +485,13 @@ class InformerFactory:
         return False
 
     def start(self) -> None:
-        for inf in self.informers.values():
+        self._started = True
+        for inf in list(self.informers.values()):
             inf.reflector.start()
 
     def process(self) -> int:
         n = 0
-        for inf in self.informers.values():
+        for inf in list(self.informers.values()):
             n += inf.process()
         return n
 

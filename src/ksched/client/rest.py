@@ -20,10 +20,12 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from ksched.api import errors as E
-from ksched.api.kinds import KINDS
+from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
+from ksched.api.scheme import Scheme
 from ksched.api.watch import WatchEvent
 
 __all__ = ["RestClient", "RestWatch", "load_client_configuration"]
@@ -212,7 +214,8 @@ class RestClient:
     """ClusterClient over HTTP(S). ``configuration``: a kubernetes.client.Configuration."""
 
     def __init__(self, configuration: Any | None = None, *, kubeconfig: str | None = None,
-                 context: str | None = None, field_manager: str = "ksched", timeout: float = 30.0) -> None:
+                 context: str | None = None, field_manager: str = "ksched", timeout: float = 30.0,
+                 scheme: Scheme | None = None) -> None:
         from kubernetes.client import ApiClient
 
         cfg = configuration if configuration is not None else load_client_configuration(kubeconfig, context)
@@ -225,6 +228,9 @@ class RestClient:
         self.host = cfg.host.rstrip("/")
         self.field_manager = field_manager
         self.timeout = timeout
+        # The kinds this client knows: the built-in ones, and the custom kinds registered by
+        # :meth:`discover_custom_kinds`.
+        self.scheme = scheme or Scheme()
 
     # ---------------------------------------------------------------- transport
 
@@ -261,14 +267,32 @@ class RestClient:
         resp = self._request(method, path, body, content_type)
         return json.loads(resp.data) if resp.data else None
 
-    @staticmethod
-    def _cls(kind: str | type[KubeObject]) -> type[KubeObject]:
+    def _cls(self, kind: str | type[KubeObject], api_version: str = "") -> type[KubeObject]:
         if isinstance(kind, type):
             return kind
-        cls = KINDS.get(kind)
+        cls = None
+        if api_version:
+            try:
+                cls = self.scheme.kind_class(api_version, kind)
+            except UnknownKindError:
+                cls = None
+        if cls is None:
+            cls = self.scheme.resolve(kind)
         if cls is None:
             raise E.NotFound(f"unknown kind {kind!r}")
         return cls
+
+    def discover_custom_kinds(self) -> list[CustomResourceDefinition]:
+        """Learn the custom kinds of the cluster's established CustomResourceDefinitions (so
+        they can be listed and watched); returns those CRDs."""
+        crds, _ = self.list(CustomResourceDefinition.KIND)
+        out = []
+        for crd in crds:
+            assert isinstance(crd, CustomResourceDefinition)
+            if crd.established and crd.storage_version:
+                self.scheme.add_crd(crd)
+                out.append(crd)
+        return out
 
     @staticmethod
     def _query(label_selector: LabelSelector | None, field_selector: FieldSelector | None,
@@ -332,13 +356,13 @@ class RestClient:
 
     def create(self, obj: dict[str, Any] | KubeObject, owned: bool = False) -> KubeObject:
         raw = obj.raw if isinstance(obj, KubeObject) else obj
-        cls = self._cls(str(raw.get("kind")))
+        cls = self._cls(str(raw.get("kind")), str(raw.get("apiVersion") or ""))
         ns = (raw.get("metadata") or {}).get("namespace") or ("default" if cls.NAMESPACED else "")
         return cls.from_dict(self._json("POST", _path(cls, ns) + f"?fieldManager={self.field_manager}", raw))
 
     def _update(self, obj: dict[str, Any] | KubeObject, sub: str) -> KubeObject:
         raw = obj.raw if isinstance(obj, KubeObject) else obj
-        cls = self._cls(str(raw.get("kind")))
+        cls = self._cls(str(raw.get("kind")), str(raw.get("apiVersion") or ""))
         md = raw.get("metadata") or {}
         return cls.from_dict(self._json("PUT", _path(cls, md.get("namespace"), md.get("name", ""), sub), raw))
 
