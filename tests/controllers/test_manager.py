@@ -20,6 +20,8 @@ from ksched.clock import VirtualClock
 from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
+from ksched.controllers.resourcequota import ResourceQuotaController
+from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
 
@@ -81,13 +83,16 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 # ---------------------------------------------------------------- select_controllers
 
 
+ALL = ["persistentvolume-binder", "disruption", "serviceaccount", "resourcequota"]
+
+
 @pytest.mark.parametrize(("spec", "want"), [
-    (["*"], ["persistentvolume-binder", "disruption"]),
+    (["*"], ALL),
     (["disruption"], ["disruption"]),
     (["disruption", "persistentvolume-binder"], ["persistentvolume-binder", "disruption"]),  # start order
-    (["*", "-disruption"], ["persistentvolume-binder"]),
-    (["-disruption", "*"], ["persistentvolume-binder"]),
-    (["*", "-disruption", "-persistentvolume-binder"], []),
+    (["*", "-disruption"], ["persistentvolume-binder", "serviceaccount", "resourcequota"]),
+    (["-disruption", "*"], ["persistentvolume-binder", "serviceaccount", "resourcequota"]),
+    (["*", "-disruption", "-persistentvolume-binder", "-serviceaccount", "-resourcequota"], []),
     (["-disruption"], []),  # without "*" only the names given are on
     (["disruption", "-disruption"], []),
     ([" disruption ", "", "  "], ["disruption"]),
@@ -99,19 +104,22 @@ def test_select_controllers(spec: list[str], want: list[str]) -> None:
 
 def test_the_registry_holds_upstreams_names_in_start_order() -> None:
     assert list(CONTROLLERS.items()) == [("persistentvolume-binder", PersistentVolumeController),
-                                         ("disruption", DisruptionController)]
+                                         ("disruption", DisruptionController),
+                                         ("serviceaccount", ServiceAccountsController),
+                                         ("resourcequota", ResourceQuotaController)]
 
 
 @pytest.mark.parametrize("spec", [["nope"], ["-nope"], ["*", "-nope"], ["disruption", "Disruption"]])
 def test_unknown_controller_names_are_refused(spec: list[str]) -> None:
     with pytest.raises(ValueError, match=r'unknown controller "(nope|Disruption)" \(known: '
-                                         r'persistentvolume-binder, disruption\)'):
+                                         r'persistentvolume-binder, disruption, serviceaccount, resourcequota\)'):
         select_controllers(spec)
 
 
 def test_the_manager_builds_the_selected_controllers(store: Store, clock: VirtualClock) -> None:
     m = ControllerManager(InProcessClient(store), clock, ["*", "-persistentvolume-binder"])
-    assert [type(c) for c in m.controllers] == [DisruptionController]
+    assert [type(c) for c in m.controllers] == [DisruptionController, ServiceAccountsController,
+                                                ResourceQuotaController]
     assert m.controller("disruption") is m.controllers[0]
     with pytest.raises(KeyError):
         m.controller("persistentvolume-binder")

@@ -24,6 +24,8 @@ from ksched.client.informer import InformerFactory
 from ksched.clock import Clock
 from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
+from ksched.controllers.resourcequota import ResourceQuotaController
+from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
 __all__ = ["CONTROLLERS", "ControllerManager", "select_controllers"]
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 # Upstream's names, in the order they are started.
 CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (PersistentVolumeController, DisruptionController)}
+CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
 
 
 def select_controllers(spec: Iterable[str]) -> list[str]:

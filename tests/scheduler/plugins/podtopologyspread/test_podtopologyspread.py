@@ -408,7 +408,7 @@ def test_default_selector_uses_replicaset_and_statefulset_listers() -> None:
     assert sel.matches(pod("", "tier=db")) and not sel.matches(pod("", "tier=web"))
     # An owner the lister does not know: only the Service selector remains (upstream).
     sel = pl.default_selector(incoming("app=web", owner_kind="ReplicaSet", owner_name="rs2"))
-    assert sel.matches(pod("", "app=web")) and sel.owner is None
+    assert sel.matches(pod("", "app=web")) and not sel.matches(pod("", "foo"))
     assert pl.default_selector(incoming("x=y", owner_kind="ReplicaSet", owner_name="rs2")).empty
 
 
@@ -424,17 +424,24 @@ def test_default_selector_replication_controller_merges_its_selector_map() -> No
     assert sel.matches(pod("", "app=db")) and not sel.matches(pod("", "app=web"))
 
 
-def test_default_selector_falls_back_to_the_controller_owner_without_listers() -> None:
+def test_default_selector_without_listers_is_empty() -> None:
+    # Upstream's DefaultSelector reads only listers: a controller whose lister is missing adds
+    # nothing (as a failed Get), so a pod without selecting Services gets no default spreading.
     pl = plugin(runner([], defaulting="System"))
-    p = incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1")
-    sel = pl.default_selector(p)
-    assert not sel.empty
-    assert sel.matches(pod("", "whatever", owner_kind="ReplicaSet", owner_name="rs1"))
-    assert not sel.matches(pod("", "app=web", owner_kind="ReplicaSet", owner_name="rs2"))
-    assert not sel.matches(pod("", "app=web"))
-    # Not a controller kind upstream's DefaultSelector knows: no default constraints.
-    assert pl.default_selector(incoming("app=web", owner_kind="Deployment")).empty
-    assert pl.default_selector(incoming("app=web")).empty
+    assert pl.default_selector(incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1")).empty
+    assert pl.get_constraints(incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1"), SOFT) == ()
+    pl = plugin(runner([], defaulting="System", informers=FakeFactory(Service=[service({"app": "web"})])))
+    sel = pl.default_selector(incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1"))
+    assert sel.matches(pod("", "app=web")) and not sel.matches(pod("", "app=db"))
+    # Not a controller kind upstream's DefaultSelector knows: only the Services count.
+    assert pl.default_selector(incoming("app=db", owner_kind="Deployment", owner_name="d")).empty
+
+
+def test_default_selector_reads_services_of_the_pods_namespace_only() -> None:
+    pl = plugin(runner([], defaulting="System", informers=FakeFactory(
+        Service=[service({"app": "web"}, ns="other"), service({"tier": "front"}, name="front")])))
+    sel = pl.default_selector(incoming("app=web", "tier=front"))
+    assert sel.matches(pod("", "tier=front")) and not sel.matches(pod("", "app=web"))
 
 
 # ---------------------------------------------------------------- AddPod / RemovePod
@@ -1047,20 +1054,22 @@ def test_score_system_defaulting_with_a_service() -> None:
     assert r.score(incoming("foo"))["PodTopologySpread"] == {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
 
 
-def test_score_system_defaulting_by_controller_owner() -> None:
+def test_score_system_defaulting_by_the_controllers_selector() -> None:
     nodes = [node("node-a", f"{ZONE}=z1"), node("node-b", f"{ZONE}=z1"), node("node-c", f"{ZONE}=z2"), node("node-d")]
     owned = {"owner_kind": "ReplicaSet", "owner_name": "web"}
-    pods = [pod("node-a", **owned), pod("node-a", **owned), pod("node-b", **owned), pod("node-c", "app=other"),
-            pod("node-d", **owned), pod("node-c", owner_kind="ReplicaSet", owner_name="db")]
-    r = runner(nodes, pods, defaulting="System")
-    s = _prescore(r, incoming(**owned))
+    pods = [pod("node-a", "app=web", **owned), pod("node-a", "app=web", **owned), pod("node-b", "app=web", **owned),
+            pod("node-c", "app=other"), pod("node-d", "app=web", **owned),
+            pod("node-c", "app=db", owner_kind="ReplicaSet", owner_name="db")]
+    r = runner(nodes, pods, defaulting="System", informers=FakeFactory(ReplicaSet=[replicaset("web", ml(app="web"))]))
+    s = _prescore(r, incoming("app=web", **owned))
     assert _ps_summary(s) == ([(3, HOST), (5, ZONE)], [{}, {"z1": 3, "z2": 0, "": 1}], [W(4), W(3)], set())
     w_h, w_z = W(4), W(3)
     raw = {"node-a": 2 * w_h + 2 + 3 * w_z + 4, "node-b": 1 * w_h + 2 + 3 * w_z + 4, "node-c": 0 * w_h + 2 + 0 + 4,
            "node-d": 1 * w_h + 2}  # node-d has no zone label: only the hostname constraint scores it
     ints = {k: math.floor(v + 0.5) for k, v in raw.items()}
     mx, mn = max(ints.values()), min(ints.values())
-    assert r.score(incoming(**owned))["PodTopologySpread"] == {k: 100 * (mx + mn - v) // mx for k, v in ints.items()}
+    assert r.score(incoming("app=web", **owned))["PodTopologySpread"] == {
+        k: 100 * (mx + mn - v) // mx for k, v in ints.items()}
     # No constraints of its own and no controller: no default spreading at all.
     assert _prescore(r, incoming()) is None
 
@@ -1252,19 +1261,24 @@ def test_many_cycles_with_incremental_sums_match_a_fresh_plugin() -> None:
         r.refresh()
 
 
-def test_default_constraints_cached_per_plugin_instance() -> None:
+def test_default_constraints_per_plugin_instance() -> None:
     p = incoming("app=web", owner_kind="ReplicaSet", owner_name="rs1")
-    system = PodTopologySpread({"defaultingType": "System"}, None)
+    factory = FakeFactory(ReplicaSet=[replicaset("rs1", ml(app="web"))])
+
+    class Handle:
+        informers = factory
+
+    system = PodTopologySpread({"defaultingType": "System"}, Handle())
     listed = PodTopologySpread({"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 7, "topologyKey": "rack", "whenUnsatisfiable": HARD}]}, None)
-    none = PodTopologySpread({"defaultingType": "List", "defaultConstraints": []}, None)
-    for _ in range(2):  # the second round reads the per-pod cache
+        {"maxSkew": 7, "topologyKey": "rack", "whenUnsatisfiable": HARD}]}, Handle())
+    none = PodTopologySpread({"defaultingType": "List", "defaultConstraints": []}, Handle())
+    for _ in range(2):
         assert [(c.max_skew, c.topology_key) for c in system.get_constraints(p, SOFT)] == [(3, HOST), (5, ZONE)]
         assert system.get_constraints(p, HARD) == ()
         assert [(c.max_skew, c.topology_key) for c in listed.get_constraints(p, HARD)] == [(7, "rack")]
         assert listed.get_constraints(p, SOFT) == ()
         assert none.get_constraints(p, SOFT) == () and none.get_constraints(p, HARD) == ()
-    # With listers the selector follows them (no per-pod caching): a Service appears.
+    # Listers that cannot be tracked are read every time: a Service appears.
     factory = FakeFactory(Service=[])
     r = runner([], default_constraints=[{"maxSkew": 1, "topologyKey": "node", "whenUnsatisfiable": HARD}],
                informers=factory)

@@ -134,10 +134,33 @@ def test_missing_label_is_unresolvable() -> None:
                               "(missing required label).")
 
 
-def test_system_default_spreads_pods_of_one_controller() -> None:
+def test_system_default_spreads_pods_of_one_service() -> None:
     c = Cluster({f"n{i}": {ZONE: f"z{i % 2}"} for i in range(4)})
+    # The default selector comes from the Service selecting the pods (the scheduler's Service
+    # informer), as upstream's DefaultSelector.
+    c.store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
     for i in range(8):
         c.create(f"r{i}", {"app": "web"}, owner_kind="ReplicaSet", owner_name="web-rs")
         c.run()
     per_node = Counter(c.node_of(f"r{i}") for i in range(8))
     assert sorted(per_node.values()) == [2, 2, 2, 2]
+
+
+def test_default_spreading_follows_a_service_created_after_the_scheduler_started() -> None:
+    c = Cluster({"n0": {ZONE: "z0"}, "n1": {ZONE: "z0"}})
+    for i in range(3):
+        c.create(f"old{i}", {"app": "web"}, node="n0")
+    c.run()
+    c.store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    for i in range(3):
+        c.create(f"new{i}", {"app": "web"})
+        c.run()
+    # The hostname default constraint sees the three on n0: every new one goes to n1.
+    assert [c.node_of(f"new{i}") for i in range(3)] == ["n1", "n1", "n1"]
+    # A pod the Service does not select is not spread with them (no default selector at all).
+    c.store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "other"},
+                    "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}})
+    plugin = c.sched.profiles["default-scheduler"].plugins["PodTopologySpread"]
+    assert plugin.get_constraints(make_pod("x", labels={"app": "db"}), "ScheduleAnyway") == ()

@@ -12,15 +12,6 @@ selector by ``ksched.api`` (as the API server does), so the plugin does not merg
 
 Divergences from upstream, knowingly:
 
-- **Default constraints' selector.** Upstream derives it (``helper.DefaultSelector``) from the
-  Services selecting the pod and from the pod's controller (ReplicationController, ReplicaSet,
-  StatefulSet) through listers. ksched has no such kinds yet. The plugin uses listers when the
-  handle's informer factory already holds informers for those kinds (``Service``,
-  ``ReplicationController``, ``ReplicaSet``, ``StatefulSet``; objects read from their manifest),
-  exactly as upstream. When the informer for the pod's controller kind is absent, the selector
-  is instead "pods whose controller ownerReference names the same kind and name" (ANDed with any
-  Service selector): the pods an RS/SS/RC selector would normally select. Pods whose only link
-  is a Service get no default constraints while no Service informer exists.
 - **Tolerations** use ``ksched.api.taints`` matching (``Gt``/``Lt`` follow upstream's gate, off).
 """
 
@@ -101,25 +92,19 @@ def _compile_labels(sel: LabelSelector) -> LabelMatcher:
 
 
 class _Selector:
-    """A constraint's pod selector: a label selector, optionally restricted to the pods whose
-    controller is a given ``(kind, name)`` (the default-constraints fallback, see the module
-    docstring). ``empty`` mirrors ``labels.Selector.Empty()`` (upstream counts nothing then)."""
+    """A constraint's pod selector. ``empty`` mirrors ``labels.Selector.Empty()`` (upstream counts
+    nothing then)."""
 
-    __slots__ = ("_hash", "_match_labels", "empty", "key", "labels", "owner")
+    __slots__ = ("_hash", "_match_labels", "empty", "key", "labels")
 
-    def __init__(self, labels: LabelSelector, owner: tuple[str, str] | None = None) -> None:
+    def __init__(self, labels: LabelSelector) -> None:
         self.labels = labels
-        self.owner = owner
-        self.empty = owner is None and labels.is_empty()
-        self.key = (labels.key, owner)
+        self.empty = labels.is_empty()
+        self.key = labels.key
         self._hash = hash(self.key)
         self._match_labels = _compile_labels(labels)
 
     def matches(self, pod: Pod) -> bool:
-        if self.owner is not None:
-            ref = pod.controller_ref()
-            if ref is None or (ref.kind, ref.name) != self.owner:
-                return False
         return self._match_labels(pod.labels)
 
     def __eq__(self, other: object) -> bool:
@@ -129,11 +114,9 @@ class _Selector:
         return self._hash
 
     def __repr__(self) -> str:
-        own = f", owner={self.owner}" if self.owner else ""
-        return f"_Selector({self.labels!r}{own})"
+        return f"_Selector({self.labels!r})"
 
 
-_EMPTY_SELECTOR = _Selector(LabelSelector(()))
 
 
 class _Constraint:
@@ -324,43 +307,46 @@ def _get(lister: Any, namespace: str, name: str) -> Any:
     return obj
 
 
+def _in_namespace(lister: Any, namespace: str) -> list[Any]:
+    indexer = getattr(lister, "indexer", None)
+    if indexer is not None:
+        return indexer.by_index("namespace", namespace)  # type: ignore[no-any-return]
+    return [o for o in lister.list() if o.namespace == namespace]
+
+
 def _default_selector(pod: Pod, lister_of: Callable[[str], Any]) -> _Selector:
-    """Upstream's helper.DefaultSelector (see the module docstring for the fallback);
-    ``lister_of(kind)`` is the informer of that kind, or None when there is none."""
-    ref = pod.controller_ref()
-    services = lister_of("Service")
-    if services is None and (ref is None or (ref.api_version, ref.kind) not in _CONTROLLER_KINDS):
-        return _EMPTY_SELECTOR
+    """Upstream's helper.DefaultSelector: the selectors of the Services selecting the pod, and of
+    its controller (ReplicationController, ReplicaSet, StatefulSet) merged; ``lister_of(kind)``
+    is the informer of that kind, or None when there is none (then, as a failed Get, that part
+    adds nothing)."""
     label_set: dict[str, str] = {}
+    services = lister_of("Service")
     if services is not None:
-        for svc in services.list():
-            if svc.namespace != pod.namespace:
-                continue
-            sel = ((svc.raw.get("spec") or {}).get("selector"))
-            if sel is None:
+        for svc in _in_namespace(services, pod.namespace):
+            # A Service without a selector (or an empty one, which protobuf storage cannot tell
+            # from none) selects nothing.
+            sel = (svc.raw.get("spec") or {}).get("selector")
+            if not sel:
                 continue
             if all(pod.labels.get(k) == str(v) for k, v in sel.items()):
                 label_set.update({k: str(v) for k, v in sel.items()})
     reqs: list[Requirement] = [Requirement(k, "In", (v,)) for k, v in label_set.items()]
-    owner: tuple[str, str] | None = None
+    ref = pod.controller_ref()
     if ref is not None and (ref.api_version, ref.kind) in _CONTROLLER_KINDS:
         lister = lister_of(ref.kind)
-        if lister is None:
-            owner = (ref.kind, ref.name)
-        else:
-            obj = _get(lister, pod.namespace, ref.name)
-            if obj is not None:
-                spec_sel = (obj.raw.get("spec") or {}).get("selector")
-                if ref.kind == _RC_KIND[1]:
-                    merged = dict(label_set)
-                    merged.update({k: str(v) for k, v in (spec_sel or {}).items()})
-                    reqs = [Requirement(k, "In", (v,)) for k, v in merged.items()]
-                else:
-                    try:
-                        other = LabelSelector.from_dict(spec_sel)
-                    except ValueError:
-                        other = LabelSelector.nothing()
-                    if not other.is_nothing():
-                        reqs.extend(other.requirements)
+        obj = _get(lister, pod.namespace, ref.name) if lister is not None else None
+        if obj is not None:
+            spec_sel = (obj.raw.get("spec") or {}).get("selector")
+            if ref.kind == _RC_KIND[1]:
+                merged = dict(label_set)
+                merged.update({k: str(v) for k, v in (spec_sel or {}).items()})
+                reqs = [Requirement(k, "In", (v,)) for k, v in merged.items()]
+            else:
+                try:
+                    other = LabelSelector.from_dict(spec_sel)
+                except ValueError:
+                    other = LabelSelector.nothing()
+                if not other.is_nothing():
+                    reqs.extend(other.requirements)
     reqs.sort(key=lambda r: (r.key, r.op, r.values))
-    return _Selector(LabelSelector(tuple(reqs)), owner)
+    return _Selector(LabelSelector(tuple(reqs)))

@@ -6,7 +6,9 @@ gates at their 1.36 values.
 
 The plugin class, its args (``defaultingType``, ``defaultConstraints``; system defaulting), the
 pod's constraints (its own or the defaults, ``getConstraints``), the listers the default
-selector reads, and the **EnqueueExtensions** with upstream's queueing hints (pod add / label
+selector reads (Services, and ReplicationControllers, ReplicaSets and StatefulSets where ksched
+serves those kinds: the plugin asks the handle's informer factory for them, as upstream's ``New``
+does), and the **EnqueueExtensions** with upstream's queueing hints (pod add / label
 update / toleration update / delete; node add / delete / label update / taint update). The
 extension points live by concern, as upstream's files:
 
@@ -17,8 +19,6 @@ extension points live by concern, as upstream's files:
 
 Divergences from upstream, knowingly (the others are listed where they apply):
 
-- **Listers** are those the handle's informer factory already holds (the plugin creates none);
-  without them the default selector falls back as ``common.py`` describes.
 - Upstream's SignPlugin (opportunistic batching) has no counterpart in ksched.
 """
 
@@ -28,9 +28,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ksched.api.kinds import KINDS
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.client.informer import DeletedFinalStateUnknown
+from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.events import (
     ActionType,
@@ -84,8 +85,13 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions):
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+        # Bumped by any change the listers see: default constraints computed for a pod are kept
+        # on it until then.
+        self._listers_generation = 0
+        self._listers_tracked = False
         self._listers_seen = False
         self._listers_checked_at = -2
+        self._take_listers()
         a = self.args
         defaulting = a.get("defaultingType") or "System"
         if defaulting not in ("System", "List"):
@@ -106,20 +112,44 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions):
         """The pod's constraints for ``action`` or, when it has none at all, the default ones."""
         if pod.topology_spread_constraints:
             return _pod_constraints(pod, action)
-        if not self.default_constraints:
-            return ()
-        if self._have_listers():
+        if not self.default_constraints or not self._have_listers():
+            return ()  # without listers the default selector is empty (upstream's DefaultSelector)
+        if not self._listers_tracked:
             return _build_default_constraints(self.default_constraints, pod, action, self.default_selector)
-        if not pod.owner_references:
-            return ()  # without listers nor a controller, the default selector is empty
-        # Without listers the default selector depends on the pod alone: computed once per Pod.
+        # The default selector depends on the pod and the listers alone: kept on the Pod until
+        # a lister changes.
         cache = pod.cached()
         key = (self._token, action)
         got = cache.get(key)
-        if got is None:
-            got = cache[key] = _build_default_constraints(self.default_constraints, pod, action,
-                                                          self.default_selector)
-        return got  # type: ignore[no-any-return]
+        if got is None or got[0] != self._listers_generation:
+            got = cache[key] = (self._listers_generation,
+                                _build_default_constraints(self.default_constraints, pod, action,
+                                                           self.default_selector))
+        return got[1]  # type: ignore[no-any-return]
+
+    def _take_listers(self) -> None:
+        """Upstream's New takes the Service, ReplicationController, ReplicaSet and StatefulSet
+        listers from the shared informer factory: the informers of the kinds ksched serves are
+        made here, and their changes tracked."""
+        factory = getattr(self.handle, "informers", None) if self.handle is not None else None
+        make = getattr(factory, "informer", None)
+        if make is None:
+            return
+        tracked = True
+        for kind in _LISTER_KINDS:
+            if kind not in KINDS:
+                continue
+            inf = make(kind)
+            add_handler = getattr(inf, "add_handler", None)
+            if add_handler is None:
+                tracked = False
+                continue
+            add_handler(EventHandler(self._listers_changed, lambda old, new: self._listers_changed(new),
+                                     self._listers_changed))
+        self._listers_tracked = tracked
+
+    def _listers_changed(self, obj: Any) -> None:
+        self._listers_generation += 1
 
     def _have_listers(self) -> bool:
         """Whether any Service/ReplicaSet/StatefulSet/ReplicationController informer exists (they
