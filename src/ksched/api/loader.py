@@ -4,6 +4,14 @@ directories, ``kubectl get ... -o yaml`` dumps.
 Every problem is reported with where it is (file, document index, kind/name, field path); a
 caller decides whether to go on. Nothing is half-loaded: :func:`load_manifests` returns the
 valid objects and the errors separately.
+
+Kinds are those of a :class:`Scheme` (the built-in ones by default) plus the custom kinds of
+the CustomResourceDefinitions among the manifests themselves, so an operator's CRDs and its
+custom resources load together. With ``unknown_kinds="skip"`` an object of a kind nobody
+defines is set aside in :attr:`LoadResult.skipped` (by kind) instead of being an error.
+Objects exported from an API server (they carry a ``resourceVersion`` or ``creationTimestamp``:
+``kubectl get -o yaml`` dumps, snapshots) are marked :attr:`Manifest.existing`; their Events
+are set aside too (they describe the other cluster's past).
 """
 
 from __future__ import annotations
@@ -17,16 +25,18 @@ from typing import Any
 
 import yaml
 
-from ksched.api.kinds import UnknownKindError, kind_class
+from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.kinds import UnknownKindError
 from ksched.api.meta import KubeObject
-from ksched.api.validation import validate
+from ksched.api.scheme import Scheme
 
 try:
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Loader = yaml.SafeLoader
 
-__all__ = ["LoadError", "LoadResult", "Manifest", "iter_manifest_files", "load_manifests", "parse_documents"]
+__all__ = ["LoadError", "LoadResult", "Manifest", "build_objects", "iter_manifest_files", "load_manifests",
+           "parse_documents", "read_manifests"]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -48,6 +58,17 @@ class Manifest:
         return s
 
     @property
+    def existing(self) -> bool:
+        """Exported from an API server: it carries what only a server sets."""
+        md = self.raw.get("metadata")
+        return isinstance(md, dict) and bool(md.get("resourceVersion") or md.get("creationTimestamp"))
+
+    @property
+    def kind_ref(self) -> str:
+        """``Kind (apiVersion)``: how a skipped kind is named."""
+        return f"{self.raw.get('kind') or '<no kind>'} ({self.raw.get('apiVersion') or '<no apiVersion>'})"
+
+    @property
     def ref(self) -> str:
         md = self.raw.get("metadata") if isinstance(self.raw.get("metadata"), dict) else {}
         name = md.get("name") or md.get("generateName") or "<unnamed>"
@@ -65,6 +86,8 @@ class LoadError:
     index: int | None = None
     ref: str = ""
     path: str = ""
+    # The object's kind is one nobody defines (it may be skipped instead).
+    unknown_kind: bool = False
 
     def __str__(self) -> str:
         where = self.source if self.index is None else f"{self.source}[{self.index}]"
@@ -80,6 +103,12 @@ class LoadResult:
     objects: list[KubeObject] = field(default_factory=list)
     manifests: list[Manifest] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    # Objects of kinds nobody defines (with unknown_kinds="skip"), by "Kind (apiVersion)".
+    skipped: dict[str, list[Manifest]] = field(default_factory=dict)
+    # Events exported from another cluster, not loaded.
+    skipped_events: list[Manifest] = field(default_factory=list)
+    # The kinds the objects were built with (the given scheme plus the manifests' CRDs).
+    scheme: Scheme | None = None
 
 
 def iter_manifest_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -150,9 +179,19 @@ def _yaml_msg(e: yaml.YAMLError) -> str:
     return str(problem)
 
 
-def load_manifests(paths: Iterable[str | os.PathLike[str]], validate_objects: bool = True) -> LoadResult:
+def load_manifests(paths: Iterable[str | os.PathLike[str]], validate_objects: bool = True, *,
+                   scheme: Scheme | None = None, unknown_kinds: str = "error") -> LoadResult:
     """Read, split, validate and parse every manifest under ``paths``."""
     res = LoadResult()
+    manifests = read_manifests(paths, res)
+    build_objects(manifests, res, validate_objects, scheme=scheme, unknown_kinds=unknown_kinds)
+    return res
+
+
+def read_manifests(paths: Iterable[str | os.PathLike[str]], res: LoadResult) -> list[Manifest]:
+    """The object documents of every file under ``paths`` (problems reading and splitting them
+    go to ``res.errors``)."""
+    manifests: list[Manifest] = []
     for f in iter_manifest_files(paths):
         src = str(f)
         try:
@@ -160,29 +199,54 @@ def load_manifests(paths: Iterable[str | os.PathLike[str]], validate_objects: bo
         except (OSError, UnicodeDecodeError) as e:
             res.errors.append(LoadError(src, f"cannot read: {e}"))
             continue
-        manifests, errs = parse_documents(text, src)
+        found, errs = parse_documents(text, src)
         res.errors.extend(errs)
-        for m in manifests:
-            obj, merrs = build_object(m, validate_objects)
-            if merrs:
-                res.errors.extend(merrs)
-            elif obj is not None:
-                res.objects.append(obj)
-                res.manifests.append(m)
+        manifests.extend(found)
+    return manifests
+
+
+def build_objects(manifests: Iterable[Manifest], res: LoadResult, validate_objects: bool = True, *,
+                  scheme: Scheme | None = None, unknown_kinds: str = "error") -> LoadResult:
+    """Build the objects of ``manifests`` into ``res``: CustomResourceDefinitions first, whose
+    kinds the rest may use."""
+    if unknown_kinds not in ("error", "skip"):
+        raise ValueError(f"unknown_kinds: {unknown_kinds!r} (error or skip)")
+    scheme = (scheme or Scheme()).copy()
+    res.scheme = scheme
+    manifests = list(manifests)
+    crds = [m for m in manifests if m.raw.get("kind") == CustomResourceDefinition.KIND]
+    for m in crds:
+        obj, errs = build_object(m, validate_objects, scheme)
+        if isinstance(obj, CustomResourceDefinition) and not errs and obj.storage_version \
+                and scheme.names_conflict(obj) is None:
+            scheme.add_crd(obj)
+    for m in manifests:
+        obj, merrs = build_object(m, validate_objects, scheme)
+        if merrs and unknown_kinds == "skip" and obj is None and len(merrs) == 1 and merrs[0].unknown_kind:
+            res.skipped.setdefault(m.kind_ref, []).append(m)
+        elif merrs:
+            res.errors.extend(merrs)
+        elif obj is not None and obj.KIND_KEY == "Event" and m.existing:
+            res.skipped_events.append(m)
+        elif obj is not None:
+            res.objects.append(obj)
+            res.manifests.append(m)
     return res
 
 
-def build_object(m: Manifest, validate_objects: bool = True) -> tuple[KubeObject | None, list[LoadError]]:
+def build_object(m: Manifest, validate_objects: bool = True,
+                 scheme: Scheme | None = None) -> tuple[KubeObject | None, list[LoadError]]:
     raw = m.raw
     idx = m.index
     ref = m.ref
     item_prefix = f"items[{m.item}]." if m.item is not None else ""
+    scheme = scheme or Scheme()
     try:
-        cls = kind_class(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
+        cls = scheme.kind_class(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
     except UnknownKindError as e:
-        return None, [LoadError(m.source, str(e), idx, ref, f"{item_prefix}kind")]
+        return None, [LoadError(m.source, str(e), idx, ref, f"{item_prefix}kind", unknown_kind=bool(e.kind))]
     if validate_objects:
-        ferrs = validate(raw)
+        ferrs = scheme.validate(raw, cls)
         if ferrs:
             return None, [LoadError(m.source, fe.message, idx, ref, item_prefix + fe.path) for fe in ferrs]
     try:

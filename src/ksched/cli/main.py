@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ksched import __version__
-from ksched.cli import bench, compare, dispatch, replay, run, serve, simulate, webhook
+from ksched.cli import bench, compare, dispatch, replay, run, serve, simulate, snapshot, webhook
 from ksched.cli.common import EXIT_INVALID_INPUT
 
 __all__ = ["EXIT_INVALID_INPUT", "build_parser", "main"]
@@ -17,6 +17,7 @@ __all__ = ["EXIT_INVALID_INPUT", "build_parser", "main"]
 # Each module registers its subcommand (add_parser) and runs it (run); this order is the help's.
 COMMANDS: dict[str, ModuleType] = {"simulate": simulate, "bench": bench, "serve": serve, "run": run,
                                    "dispatch": dispatch, "webhook": webhook, "replay": replay, "compare": compare}
+COMMANDS["snapshot"] = snapshot
 
 
 def build_parser() -> argparse.ArgumentParser:

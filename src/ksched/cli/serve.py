@@ -35,6 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-conflict-resolver", action="store_true",
                    help="let bindings over-commit nodes (to compare with the resolver on)")
     p.add_argument("--bookmark-interval", type=float, default=60.0, help=argparse.SUPPRESS)
+    p.add_argument("--disable-admission-plugins", metavar="PLUGINS", default="",
+                   help="comma-separated admission plugins not to run (as kube-apiserver's flag)")
     p.add_argument("--schedulers", type=int, default=0, metavar="N",
                    help="run the dispatcher and N scheduler instances as separate processes (instead of one "
                         "scheduler in this process)")
@@ -53,7 +55,6 @@ def run(args: argparse.Namespace) -> int:
     import secrets
     from pathlib import Path
 
-    from ksched.api.errors import AlreadyExists, ApiError
     from ksched.api.loader import load_manifests
     from ksched.apiserver.http import ApiServer, is_loopback
     from ksched.apiserver.inprocess import InProcessClient
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from ksched.clock import RealClock
     from ksched.dispatch.processes import wait_until_signalled
     from ksched.sim.cluster import EmbeddedCluster
+    from ksched.sim.loading import load_objects
 
     listen = parse_listen(args.listen)
     if listen is None:
@@ -75,7 +77,13 @@ def run(args: argparse.Namespace) -> int:
     if partitions is None:
         return EXIT_INVALID_INPUT
     clock = RealClock()
-    cluster = EmbeddedCluster(clock, synchronous=False, conflict_resolver=not args.no_conflict_resolver)
+    try:
+        cluster = EmbeddedCluster(clock, synchronous=False, conflict_resolver=not args.no_conflict_resolver,
+                                  disable_admission_plugins=[p for p in args.disable_admission_plugins.split(",")
+                                                             if p])
+    except ValueError as e:  # an unknown admission plugin
+        print(f"error: --disable-admission-plugins: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
     store = cluster.store
     persistence = None
     if args.data:
@@ -84,16 +92,13 @@ def run(args: argparse.Namespace) -> int:
         persistence = SqlitePersistence(Path(args.data) / "ksched.db", fsync=args.fsync)
         persistence.attach(store)
     if args.load:
-        res = load_manifests(args.load)
+        # As simulate loads them (order, dumps of a cluster), minus what a restart finds stored.
+        res = load_manifests(args.load, scheme=store.scheme)
         errors = [str(e) for e in res.errors]
         if not errors:
-            for m, o in zip(res.manifests, res.objects):
-                try:
-                    store.create(o)
-                except AlreadyExists:
-                    pass
-                except ApiError as e:
-                    errors.append(f"{m.where}: {m.ref}: {e.message}")
+            report = load_objects(store, res.objects, [i for i, m in enumerate(res.manifests) if m.existing],
+                                  skip_present=True)
+            errors = [f"{res.manifests[i].where}: {res.manifests[i].ref}: {e.message}" for i, e in report.errors]
         if errors:
             for e in errors:
                 print(f"error: {e}", file=sys.stderr)

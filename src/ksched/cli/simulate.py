@@ -1,6 +1,12 @@
 """``ksched simulate``: load Kubernetes manifests into an embedded cluster, schedule them on a
 virtual clock until nothing more can change, and report where each pod went or why it is
-Pending (a table, JSON, or a Markdown report)."""
+Pending (a table, JSON, or a Markdown report).
+
+Input may be a real cluster's state: ``kubectl get ... -o yaml`` dumps, ``ksched snapshot``
+directories, or the cluster itself (``--from-cluster``, read-only); objects it already has keep
+their status (bound pods stay on their nodes), and the objects every fresh cluster has are
+merged. A kind ksched does not know is skipped with one warning (an error with ``--strict``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import json
 from typing import Any
 
 from ksched.cli.common import EXIT_INVALID_INPUT
+from ksched.cli.snapshot import add_selection_args, selection
 
 __all__ = ["add_parser", "run"]
 
@@ -20,7 +27,7 @@ def add_parser(sub: Any) -> None:
         description="Load Kubernetes manifests (files or directories; YAML, JSON, kind: List, kubectl dumps) "
                     "into an embedded cluster, run the scheduler on a virtual clock until nothing more can "
                     "change, and report where every pod went or why it is pending.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or directories")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="manifest files or directories")
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)")
     p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking among equally scored nodes")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
@@ -32,13 +39,22 @@ def add_parser(sub: Any) -> None:
                    help="stop after this much simulated time (default: one week)")
     p.add_argument("--no-kubelet", action="store_true", help="do not simulate kubelets (pods stay Pending)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--strict", action="store_true",
+                   help="objects of kinds ksched does not know are errors (default: skipped with a warning)")
+    p.add_argument("--disable-admission-plugins", metavar="PLUGINS", default="",
+                   help="comma-separated admission plugins not to run (as kube-apiserver's flag), e.g. "
+                        "ServiceAccount,Priority")
+    p.add_argument("--from-cluster", metavar="KUBECONFIG",
+                   help="start from a live cluster's objects (read-only: listed, never written), then add PATHs")
+    p.add_argument("--context", help="with --from-cluster: the kubeconfig context")
+    add_selection_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, report; 0, or EXIT_INVALID_INPUT when a manifest or the configuration is invalid."""
     from rich.console import Console
 
-    from ksched.api.loader import load_manifests
+    from ksched.api.loader import LoadResult, Manifest, build_objects, read_manifests
     from ksched.scheduler.config import ConfigError, load_configuration
     from ksched.sim.report import build_report, render_table, write_markdown_report
     from ksched.sim.simulation import Simulation
@@ -52,18 +68,46 @@ def run(args: argparse.Namespace) -> int:
             for msg in e.errors:
                 err.print(f"[red]error[/]: {e.source}: {msg}", highlight=False)
             return EXIT_INVALID_INPUT
-    res = load_manifests(args.paths)
+    if not args.paths and not args.from_cluster:
+        err.print("[red]error[/]: nothing to simulate: give manifest PATHs or --from-cluster", highlight=False)
+        return EXIT_INVALID_INPUT
+    manifests: list[Manifest] = []
+    if args.from_cluster:
+        got = _from_cluster(args, err)
+        if got is None:
+            return 1
+        manifests = got
+    res = LoadResult()
+    manifests.extend(read_manifests(args.paths, res))
+    build_objects(manifests, res, unknown_kinds="skip")
     errors: list[tuple[str, int, str]] = [(e.source, e.index if e.index is not None else -1, str(e))
                                           for e in res.errors]
+    for kind, skipped in sorted(res.skipped.items()):
+        m = skipped[0]
+        if args.strict:
+            errors.extend((s.source, s.index, f"{s.where}: {s.ref}: kind: ksched does not know the kind {kind}")
+                          for s in skipped)
+        else:
+            err.print(f"[yellow]warning[/]: skipping {len(skipped)} object(s) of kind {kind}, which ksched does "
+                      f"not know (first: {m.where}); --strict makes this an error", highlight=False, soft_wrap=True)
+    if res.skipped_events:
+        err.print(f"[yellow]warning[/]: skipping {len(res.skipped_events)} Event(s) exported from another cluster",
+                  highlight=False)
     try:
-        sim = Simulation(config, seed=args.seed, explain=bool(args.explain), kubelet=not args.no_kubelet)
-    except Exception as e:  # a plugin that cannot be built from the configuration
+        sim = Simulation(config, seed=args.seed, explain=bool(args.explain), kubelet=not args.no_kubelet,
+                         disable_admission_plugins=[p for p in args.disable_admission_plugins.split(",") if p])
+    except Exception as e:  # a plugin that cannot be built from the configuration, an unknown admission plugin
         err.print(f"[red]error[/]: {args.config or 'configuration'}: {e}", highlight=False)
         return EXIT_INVALID_INPUT
     # Admission (priority classes, duplicates, ...) is checked too, so every error shows at once.
-    for i, e in sim.load(res.objects):
+    existing = [i for i, m in enumerate(res.manifests) if m.existing]
+    for i, e in sim.load(res.objects, existing):
         m = res.manifests[i]
         errors.append((m.source, m.index, f"{m.where}: {m.ref}: {e.message}"))
+    if sim.last_load.orphaned and not errors:
+        err.print(f"[yellow]warning[/]: {len(sim.last_load.orphaned)} object(s) refer to owners not in the input "
+                  f"(first: {sim.last_load.orphaned[0]}); those references were dropped", highlight=False,
+                  soft_wrap=True)
     if errors:
         errors.sort(key=lambda t: (t[0], t[1]))
         for _, _, e in errors:
@@ -103,3 +147,28 @@ def run(args: argparse.Namespace) -> int:
         path = write_markdown_report(args.report, sim, report)
         err.print(f"report written to {path}", highlight=False)
     return 0
+
+
+def _from_cluster(args: argparse.Namespace, err: Any) -> list[Any] | None:
+    """The live cluster's objects as manifests (None when it cannot be read; said why)."""
+    from ksched.api.errors import ApiError
+    from ksched.api.loader import Manifest
+    from ksched.client.rest import RestClient
+    from ksched.client.snapshot import take_snapshot
+
+    try:
+        namespaces, sel = selection(args)
+    except ValueError as e:
+        err.print(f"[red]error[/]: {e}", highlight=False)
+        return None
+    try:
+        client = RestClient(kubeconfig=args.from_cluster, context=args.context)
+        snap = take_snapshot(client, namespaces, sel, include_secrets=args.snapshot_secrets)
+    except ApiError as e:
+        err.print(f"[red]error[/]: reading the cluster: {e.message}", highlight=False)
+        return None
+    except Exception as e:  # kubeconfig missing or unusable
+        err.print(f"[red]error[/]: {args.from_cluster}: {e}", highlight=False)
+        return None
+    source = f"cluster:{args.from_cluster}"
+    return [Manifest(raw, source, i) for i, raw in enumerate(snap.all())]

@@ -231,6 +231,8 @@ class RestClient:
         # The kinds this client knows: the built-in ones, and the custom kinds registered by
         # :meth:`discover_custom_kinds`.
         self.scheme = scheme or Scheme()
+        # Objects per page of a list (``limit``; the rest follow with ``continue``).
+        self.page_size = 500
 
     # ---------------------------------------------------------------- transport
 
@@ -313,7 +315,7 @@ class RestClient:
         cont = ""
         rv = ""
         while True:
-            extra = {"limit": "500"}
+            extra = {"limit": str(self.page_size)}
             if cont:
                 extra["continue"] = cont
             d = self._json("GET", _path(cls, namespace) + self._query(label_selector, field_selector, extra))

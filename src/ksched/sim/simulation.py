@@ -16,12 +16,9 @@ from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.scheduler import Scheduler
 from ksched.sim.cluster import EmbeddedCluster
+from ksched.sim.loading import LOAD_ORDER, LoadReport, load_objects
 
 __all__ = ["LOAD_ORDER", "Simulation", "SimulationResult"]
-
-# Kinds are created in this order so references resolve (classes before pods, nodes before pods).
-LOAD_ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
-              "Node", "PodDisruptionBudget", "Lease", "Pod", "Event")
 
 
 @dataclass(slots=True)
@@ -37,9 +34,11 @@ class SimulationResult:
 class Simulation:
     def __init__(self, config: SchedulerConfiguration | None = None, *, seed: int = 0, explain: bool = False,
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
-                 vectorize: bool = True, conflict_resolver: bool = True) -> None:
+                 vectorize: bool = True, conflict_resolver: bool = True,
+                 disable_admission_plugins: Iterable[str] = ()) -> None:
         self.clock = VirtualClock(start)
-        self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver)
+        self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
+                                       disable_admission_plugins=disable_admission_plugins)
         self.store = self.cluster.store
         self.client = self.cluster.client
         self.informers = InformerFactory(self.client)
@@ -47,23 +46,15 @@ class Simulation:
                                    explain=explain, record_events=record_events, vectorize=vectorize,
                                    record_attempts=True)
         self.kubelet = FakeKubelet(self.client, self.informers, self.clock) if kubelet else None
+        self.last_load = LoadReport()
 
-    def load(self, objects: Iterable[KubeObject | dict[str, Any]]) -> list[tuple[int, ApiError]]:
-        """Create objects in dependency order. Returns (index in the input, error) for each refused."""
-        indexed = list(enumerate(objects))
-
-        def kind_of(o: KubeObject | dict[str, Any]) -> str:
-            return o.KIND if isinstance(o, KubeObject) else str(o.get("kind", ""))
-
-        rank = {k: i for i, k in enumerate(LOAD_ORDER)}
-        indexed.sort(key=lambda it: (rank.get(kind_of(it[1]), len(rank)), it[0]))
-        errors: list[tuple[int, ApiError]] = []
-        for i, o in indexed:
-            try:
-                self.store.create(o)
-            except ApiError as e:
-                errors.append((i, e))
-        return errors
+    def load(self, objects: Iterable[KubeObject | dict[str, Any]],
+             existing: Iterable[int] = ()) -> list[tuple[int, ApiError]]:
+        """Create objects in dependency order (``ksched.sim.loading``); ``existing``: indices of
+        the objects exported from another cluster. Returns (index in the input, error) for each
+        refused; :attr:`last_load` has the whole report."""
+        self.last_load = load_objects(self.store, list(objects), set(existing))
+        return self.last_load.errors
 
     def _next_timer(self) -> float | None:
         cands = [self.scheduler.queue.next_backoff_wakeup(), self.store.next_deletion_deadline(),

@@ -1,0 +1,170 @@
+"""Creating loaded objects in an embedded cluster, as ``kubectl create -f`` of a directory would
+and as a restore of a real cluster's objects needs:
+
+* **order**: kinds others refer to first (CRDs, namespaces, service accounts, classes, nodes,
+  limits and quotas), then pods, then everything else (workload controllers, custom objects);
+  within that, an object before any object that owns it (``ownerReferences``), so a controller
+  created from a dump finds its pods and adopts them instead of making new ones;
+* **existing objects** (exported from another cluster, see ``Manifest.existing``) are created
+  with ``existing=True``: they keep their uid, creation time and status (a bound pod stays on its
+  node) and are not admitted again; references to owners missing from the input are dropped,
+  or the garbage collector would delete them;
+* **merging**: an object a fresh cluster already has (the ``default`` and ``kube-system``
+  namespaces, the ``system-*`` PriorityClasses, the ``default`` ServiceAccounts) is updated with
+  the loaded manifest's labels, annotations and spec instead of being refused; a second object
+  of the same name in the input is still an error.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ksched.api.errors import AlreadyExists, ApiError
+from ksched.api.meta import KubeObject
+from ksched.apiserver.store import Store
+
+__all__ = ["LOAD_ORDER", "LoadReport", "load_objects"]
+
+# Kinds are created in this order ("*": every kind not named).
+LOAD_ORDER = ("CustomResourceDefinition", "Namespace", "ServiceAccount", "PriorityClass", "RuntimeClass",
+              "StorageClass", "CSINode", "PersistentVolume", "LimitRange", "ResourceQuota", "PersistentVolumeClaim",
+              "Node", "ConfigMap", "Secret", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service",
+              "EndpointSlice", "PodDisruptionBudget", "Lease", "Pod", "*", "Event")
+
+
+@dataclass(slots=True)
+class LoadReport:
+    errors: list[tuple[int, ApiError]] = field(default_factory=list)
+    # Objects a fresh cluster has, updated from the input: "Kind name".
+    merged: list[str] = field(default_factory=list)
+    # Existing objects whose references to owners missing from the input were dropped.
+    orphaned: list[str] = field(default_factory=list)
+
+
+def _raw(o: KubeObject | dict[str, Any]) -> dict[str, Any]:
+    return o.raw if isinstance(o, KubeObject) else o
+
+
+def _kind(raw: dict[str, Any]) -> str:
+    return str(raw.get("kind", ""))
+
+
+def _uid(raw: dict[str, Any]) -> str:
+    md = raw.get("metadata")
+    return str(md.get("uid") or "") if isinstance(md, dict) else ""
+
+
+def _owner_uids(raw: dict[str, Any]) -> list[str]:
+    md = raw.get("metadata")
+    refs = md.get("ownerReferences") if isinstance(md, dict) else None
+    return [str(r.get("uid") or "") for r in refs or () if isinstance(r, dict)]
+
+
+def order(raws: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of ``raws`` in creation order: by LOAD_ORDER, then input order, dependents before
+    their owners."""
+    rank = {k: i for i, k in enumerate(LOAD_ORDER)}
+    other = rank["*"]
+    by_rank = sorted(range(len(raws)), key=lambda i: (rank.get(_kind(raws[i]), other), i))
+    by_uid = {u: i for i, r in enumerate(raws) if (u := _uid(r))}
+    # Owners wait for their dependents: a depth-first walk emits an object's dependents first.
+    dependents: dict[int, list[int]] = {}
+    for i in by_rank:
+        for u in _owner_uids(raws[i]):
+            j = by_uid.get(u)
+            if j is not None and j != i:
+                dependents.setdefault(j, []).append(i)
+    out: list[int] = []
+    state: dict[int, int] = {}  # 1: being visited, 2: done
+
+    def visit(i: int) -> None:
+        stack = [(i, iter(dependents.get(i, ())))]
+        state[i] = 1
+        while stack:
+            node, it = stack[-1]
+            for d in it:
+                if state.get(d) is None:
+                    state[d] = 1
+                    stack.append((d, iter(dependents.get(d, ()))))
+                    break
+            else:
+                stack.pop()
+                state[node] = 2
+                out.append(node)
+
+    for i in by_rank:
+        if state.get(i) is None:
+            visit(i)
+    return out
+
+
+def _merge(store: Store, raw: dict[str, Any]) -> None:
+    """Update the object a fresh cluster already has with what the manifest says of it."""
+    md = raw.get("metadata") or {}
+    cls = store.scheme.resolve(_kind(raw))
+    if cls is None:
+        return
+    current = store.get(cls, md.get("namespace") or ("default" if cls.NAMESPACED else ""), md.get("name") or "")
+    merged = copy.deepcopy(current.raw)
+    cmd = merged["metadata"]
+    for f in ("labels", "annotations"):
+        if md.get(f):
+            cmd[f] = {**(cmd.get(f) or {}), **md[f]}
+    for k, v in raw.items():
+        if k not in ("metadata", "status", "apiVersion", "kind"):
+            merged[k] = copy.deepcopy(v)
+    store.update(merged)
+
+
+def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], existing: Collection[int] = (),
+                 *, skip_present: bool = False) -> LoadReport:
+    """Create ``objects`` in ``store`` (``existing``: indices of those exported from another
+    cluster). ``skip_present``: an object already there is left as it is (a restart that loads
+    the same manifests again) instead of being merged or reported."""
+    report = LoadReport()
+    raws = [_raw(o) for o in objects]
+    existing = set(existing)
+    known_uids = {u for r in raws if (u := _uid(r))}
+    created: set[tuple[str, str, str]] = set()
+    for i in order(raws):
+        raw = raws[i]
+        is_existing = i in existing
+        if is_existing:
+            refs = (raw.get("metadata") or {}).get("ownerReferences")
+            if refs and any(str(r.get("uid") or "") not in known_uids for r in refs if isinstance(r, dict)):
+                raw = copy.deepcopy(raw)
+                kept = [r for r in refs if isinstance(r, dict) and str(r.get("uid") or "") in known_uids]
+                if kept:
+                    raw["metadata"]["ownerReferences"] = kept
+                else:
+                    del raw["metadata"]["ownerReferences"]
+                report.orphaned.append(_describe(raw))
+        md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        key = (_kind(raw), str(md.get("namespace") or ""), str(md.get("name") or ""))
+        try:
+            store.create(raw, existing=is_existing)
+            created.add(key)
+        except AlreadyExists as e:
+            if skip_present:
+                continue
+            if key in created or not md.get("name"):
+                report.errors.append((i, e))
+                continue
+            try:
+                _merge(store, raw)
+                created.add(key)
+                report.merged.append(_describe(raw))
+            except ApiError as e2:
+                report.errors.append((i, e2))
+        except ApiError as e:
+            report.errors.append((i, e))
+    return report
+
+
+def _describe(raw: dict[str, Any]) -> str:
+    md = raw.get("metadata") or {}
+    ns = md.get("namespace")
+    return f"{_kind(raw)} {ns}/{md.get('name')}" if ns else f"{_kind(raw)} {md.get('name')}"
