@@ -33,9 +33,10 @@ class QuotaRefused(Exception):
     """Quota admission's refusal; the message follows ``is forbidden:``."""
 
 
-def check_request(obj: KubeObject, quotas: Iterable[ResourceQuota], now: float) -> list[tuple[ResourceQuota,
-                                                                                                ResourceList]]:
-    """The quotas to charge and each one's new ``status.used``; raises QuotaRefused."""
+def check_request(obj: KubeObject, quotas: Iterable[ResourceQuota], now: float, *,
+                  force: bool = False) -> list[tuple[ResourceQuota, ResourceList]]:
+    """The quotas to charge and each one's new ``status.used``; raises QuotaRefused.
+    ``force``: an object that exists already elsewhere (imported) is charged, never refused."""
     cls = type(obj)
     interesting: list[ResourceQuota] = []
     for q in sorted(quotas, key=lambda q: q.name):
@@ -43,10 +44,12 @@ def check_request(obj: KubeObject, quotas: Iterable[ResourceQuota], now: float) 
             continue
         restricted = matching_resources(cls, q.status_hard)
         why = constraints(obj, restricted)
-        if why:
+        if why and not force:
             raise QuotaRefused(f"failed quota: {q.name}: {why}")
         used = q.status_used
         if any(r not in used for r in q.status_hard if r in restricted):
+            if force:
+                continue  # the controller counts it when it computes the usage
             raise QuotaRefused(f"status unknown for quota: {q.name}, resources: {pretty_print_names(restricted)}")
         interesting.append(q)
     if not interesting:
@@ -64,7 +67,7 @@ def check_request(obj: KubeObject, quotas: Iterable[ResourceQuota], now: float) 
         requested = mask(delta, hard)
         new_used = add(used, requested)
         ok, exceeded = less_than_or_equal(mask(new_used, requested), hard)
-        if not ok:
+        if not ok and not force:
             raise QuotaRefused(f"exceeded quota: {q.name}, requested: {pretty_print(mask(requested, exceeded))}, "
                                f"used: {pretty_print(mask(used, exceeded))}, "
                                f"limited: {pretty_print(mask(hard, exceeded))}")

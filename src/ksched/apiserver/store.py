@@ -454,14 +454,14 @@ class Store:
         charges: list[tuple[ResourceQuota, Any]] = []
         if not existing:
             validate_admission(obj, self._lookup, self.disabled_admission, resource_name(cls))
-            if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
-                quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
-                if quotas:
-                    try:
-                        charges = check_request(obj, quotas, self.now())  # type: ignore[arg-type]
-                    except QuotaRefused as e:
-                        raise forbidden(resource_name(cls), md.get("name") or md.get("generateName") or "Unknown",
-                                        str(e)) from e
+        if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
+            quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
+            if quotas:
+                try:
+                    charges = check_request(obj, quotas, self.now(), force=existing)  # type: ignore[arg-type]
+                except QuotaRefused as e:
+                    raise forbidden(resource_name(cls), md.get("name") or md.get("generateName") or "Unknown",
+                                    str(e)) from e
         for q, used in charges:
             status = dict(q.raw.get("status") or {})
             status["used"] = {k: str(v) for k, v in sorted(used.items())}
