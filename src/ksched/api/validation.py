@@ -802,6 +802,9 @@ def _secret(v: _V, raw: dict[str, Any]) -> None:
     if _config_keys(v, raw, ("data", "stringData"), ("data",)) > _MAX_CONFIG_BYTES:
         v.add("data", f"Too long: must have at most {_MAX_CONFIG_BYTES} bytes", "FieldValueTooLong")
     stype = raw.get("type") or "Opaque"
+    if not isinstance(stype, str):
+        v.invalid(Path("type"), stype, "must be a string")
+        stype = "Opaque"
     keys = {*(raw.get("data") or {}), *(raw.get("stringData") or {})} if isinstance(raw.get("data") or {}, dict) \
         and isinstance(raw.get("stringData") or {}, dict) else set()
     for k in _SECRET_REQUIRED_KEYS.get(stype, ()):

@@ -95,6 +95,16 @@ def _qualified_kind(cls: type[KubeObject]) -> str:
     return f"{cls.KIND}.{_group(cls)}" if issubclass(cls, CustomObject) else cls.KIND
 
 
+def _parse(cls: type[KubeObject], raw: dict[str, Any]) -> KubeObject:
+    """The typed object of a validated manifest; a shape validation does not check (a status of
+    the wrong type) is refused as invalid rather than crashing the write."""
+    try:
+        return cls.from_dict(raw)
+    except (TypeError, AttributeError, ValueError) as e:
+        md = raw.get("metadata") or {}
+        raise Invalid.of(_qualified_kind(cls), str(md.get("name") or ""), [FieldError("", f"cannot parse: {e}")]) from e
+
+
 class _Lookup:
     """What admission reads of the store (called under the store's lock)."""
 
@@ -448,7 +458,7 @@ class Store:
             md["generation"] = 1
         if cls is CustomResourceDefinition:
             raw["status"] = crd_status(raw, self.scheme.names_conflict(CustomResourceDefinition.from_dict(raw)))
-        obj = cls.from_dict(raw)
+        obj = _parse(cls, raw)
         if cls is Pod:
             raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         charges: list[tuple[ResourceQuota, Any]] = []
@@ -561,9 +571,10 @@ class Store:
             gone = cls.from_dict(_with_meta(new_raw, resourceVersion=str(rv)))
             self._commit(cls, DELETED, old, gone, rv)
             return gone
+        new = _parse(cls, new_raw)
         rv = self._next_rv()
         nmd["resourceVersion"] = str(rv)
-        new = cls.from_dict(new_raw)
+        new.resource_version = str(rv)
         self._commit(cls, MODIFIED, old, new, rv)
         if isinstance(new, CustomResourceDefinition):
             if new.established:
