@@ -98,7 +98,7 @@ def api_resource_list(group: str, version: str, scheme: Scheme | None = None) ->
         if categories:
             r["categories"] = categories
         resources.append(r)
-        if c.STATUS_SUBRESOURCE:
+        if (version in c.STATUS_VERSIONS) if custom else c.STATUS_SUBRESOURCE:
             resources.append({"name": f"{c.PLURAL}/status", "singularName": "", "namespaced": c.NAMESPACED,
                               "kind": c.KIND, "verbs": ["get", "patch", "update"]})
         if c.KIND == "Pod" and not custom:

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from ksched import __version__
 from ksched.aioserver import BackgroundServer
+from ksched.api.apiextensions import CustomObject
 from ksched.api.errors import (
     ApiError,
     BadRequest,
@@ -58,6 +59,8 @@ _TABLE_ACCEPT = "as=Table"
 # etcd's on one stored value (1.5 MiB).
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
 MAX_OBJECT_BYTES = 1536 * 1024
+# The group/version a request addresses (custom kinds are served at several).
+_API_VERSION = web.RequestKey("ksched_api_version", str)
 _PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json",
                 "application/strategic-merge-patch+json")
 
@@ -270,7 +273,7 @@ class ApiServer:
         if cls is None:
             raise NotFound(f"the server could not find the requested resource (resource {plural!r})")
         # The version asked for (a custom kind may be served at several; objects are stored in one).
-        request["api_version"] = f"{group}/{version}" if group else version
+        request[_API_VERSION] = f"{group}/{version}" if group else version
         if cls.NAMESPACED is False and namespace:
             raise NotFound("the server could not find the requested resource")
         m = request.method
@@ -403,17 +406,24 @@ class ApiServer:
             md["namespace"] = namespace
         return body
 
+    def _has_status(self, cls: type[KubeObject], request: web.Request) -> bool:
+        """Whether ``<resource>/status`` is served at the version asked for (a custom kind has it
+        at the versions whose CRD entry declares it)."""
+        if isinstance(cls, type) and issubclass(cls, CustomObject):
+            return self._api_version(cls, request).rpartition("/")[2] in cls.STATUS_VERSIONS
+        return True
+
     @staticmethod
     def _api_version(cls: type[KubeObject], request: web.Request | None = None) -> str:
         """The group/version a request addresses (a custom kind's may differ from its storage's)."""
-        av = request.get("api_version") if request is not None else None
+        av = request.get(_API_VERSION) if request is not None else None
         return str(av) if av else cls.API_VERSION
 
     @staticmethod
     def _out(request: web.Request, raw: dict[str, Any]) -> dict[str, Any]:
         """The object at the version asked for (custom kinds convert with strategy None: only
         ``apiVersion`` differs)."""
-        av = request.get("api_version")
+        av = request.get(_API_VERSION)
         if av and raw.get("apiVersion") != av and "/" in str(av) and "/" in str(raw.get("apiVersion", "")) and \
                 str(raw.get("apiVersion")).rpartition("/")[0] == str(av).rpartition("/")[0]:
             return {**raw, "apiVersion": av}
@@ -581,7 +591,7 @@ class ApiServer:
             opts = _object(body.get("deleteOptions"), "deleteOptions")
             self.store.evict(namespace, name, _int(opts.get("gracePeriodSeconds"), "gracePeriodSeconds"))
             return _json(_status_ok(code=201), 201)
-        if sub == "status":
+        if sub == "status" and self._has_status(cls, request):
             if m == "GET":
                 return self._get(request, cls, namespace, name)
             if m == "PUT":
