@@ -83,11 +83,18 @@ def test_an_operators_crd_and_custom_resources(kubectl: tuple[EmbeddedCluster, K
     c, k = kubectl
     assert "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created" in k.apply(CRD)
     k.run("wait", "--for", "condition=established", "--timeout=20s", "crd/widgets.example.com")
-    assert "widget.example.com/w1 created" in k.apply(widget("w1", size=3, extra="pruned"))
+    # kubectl asks for strict field validation: a field the schema does not know is refused...
+    cp = k.run("apply", "-f", "-", check=False, stdin=yaml.safe_dump(widget("w1", size=3, extra="pruned")))
+    assert cp.returncode != 0 and ('Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+                                   'unknown field "spec.extra"') in cp.stderr
+    # ... or, with --validate=warn, dropped with a warning; the schema's defaults are filled in.
+    cp = k.run("apply", "--validate=warn", "-f", "-", stdin=yaml.safe_dump(widget("w1", size=3, extra="pruned")))
+    assert "widget.example.com/w1 created" in cp.stdout and 'unknown field "spec.extra"' in cp.stderr
     got = json.loads(k.run("get", "wd", "w1", "-o", "json").stdout)
     assert got["spec"] == {"size": 3, "color": "red"}
-    k.apply(widget("w1", size=3))  # the pruned field leaves the last-applied configuration
+    k.apply(widget("w1", size=3))  # the dropped field leaves the last-applied configuration
     assert "widget.example.com/w1 unchanged" in k.apply(widget("w1", size=3))
+    assert "size\t<integer> -required-" in k.run("explain", "widget.spec").stdout
     assert "widget.example.com/w1" in k.run("get", "all", "-o", "name").stdout
     beta = json.loads(k.run("get", "widgets.v1beta1.example.com", "w1", "-o", "json").stdout)
     assert beta["apiVersion"] == "example.com/v1beta1"

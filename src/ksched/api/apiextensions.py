@@ -96,12 +96,42 @@ class CustomObject(KubeObject):
     STATUS_VERSIONS: ClassVar[frozenset[str]] = frozenset()
     SCHEMAS: ClassVar[dict[str, Schema | None]] = {}
     CRD: ClassVar[CustomResourceDefinition | None] = None
+    # Changes whenever the definition does (uid and generation of the CRD).
+    SCHEMA_KEY: ClassVar[tuple[str, int]] = ("", 0)
 
     __slots__ = ()
 
     @classmethod
     def schema(cls, version: str) -> Schema | None:
         return cls.SCHEMAS.get(version)
+
+    @classmethod
+    def openapi_schema(cls) -> dict[str, Any]:
+        """The storage version's schema as the OpenAPI documents publish it."""
+        return openapi_schema(cls.schema(cls.API_VERSION.rpartition("/")[2]))
+
+    @classmethod
+    def schema_view(cls, version: str) -> type:
+        """A stand-in naming this kind at ``version`` with that version's schema (what field
+        validation judges a request at that version by)."""
+        schema = cls.schema(version)
+        return type(cls.KIND, (), {"API_VERSION": f"{cls.GROUP}/{version}", "KIND": cls.KIND, "PLURAL": cls.PLURAL,
+                                   "NAMESPACED": cls.NAMESPACED, "SCHEMA_KEY": (cls.SCHEMA_KEY, version),
+                                   "openapi_schema": staticmethod(lambda: openapi_schema(schema))})
+
+
+def openapi_schema(schema: Schema | None) -> dict[str, Any]:
+    """A custom kind's schema for the OpenAPI documents: the CRD's, with the object's apiVersion,
+    kind and metadata (any metadata; the API server checks it)."""
+    out: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True} if schema is None \
+        else dict(schema.raw)
+    props = dict(out.get("properties") or {})
+    props.setdefault("apiVersion", {"type": "string"})
+    props.setdefault("kind", {"type": "string"})
+    props["metadata"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if schema is not None or props:
+        out["properties"] = props
+    return out
 
 
 def custom_kind(crd: CustomResourceDefinition) -> type[CustomObject]:
@@ -135,6 +165,7 @@ def custom_kind(crd: CustomResourceDefinition) -> type[CustomObject]:
         "STATUS_SUBRESOURCE": crd.storage_version in status_versions,
         "SCHEMAS": schemas,
         "CRD": crd,
+        "SCHEMA_KEY": (crd.uid, crd.generation),
     }
     return type(crd.kind or "CustomObject", (CustomObject,), attrs)
 

@@ -105,7 +105,8 @@ class FieldValidator:
         self._schemas: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
 
     def _root(self, cls: Any) -> tuple[str, dict[str, Any]]:
-        key = (cls.API_VERSION, cls.KIND)
+        # SCHEMA_KEY: a custom kind's schema changes with its CRD.
+        key = (cls.API_VERSION, cls.KIND, getattr(cls, "SCHEMA_KEY", ""))
         with self._lock:
             got = self._schemas.get(key)
             if got is None:

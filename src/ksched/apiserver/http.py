@@ -406,6 +406,13 @@ class ApiServer:
             md["namespace"] = namespace
         return body
 
+    def _schema_kind(self, cls: type[KubeObject], request: web.Request) -> Any:
+        """What field validation judges a body by: the kind, or for a custom kind its schema at
+        the version asked for."""
+        if isinstance(cls, type) and issubclass(cls, CustomObject):
+            return cls.schema_view(self._api_version(cls, request).rpartition("/")[2])
+        return cls
+
     def _has_status(self, cls: type[KubeObject], request: web.Request) -> bool:
         """Whether ``<resource>/status`` is served at the version asked for (a custom kind has it
         at the versions whose CRD entry declares it)."""
@@ -466,7 +473,7 @@ class ApiServer:
 
     def _validated(self, request: web.Request, cls: type[KubeObject], body: dict[str, Any]) -> tuple[Any, list[str]]:
         """fieldValidation on a create/update body: the plain body to store and the warnings."""
-        warnings = self.field_validator.check_body(cls, body, directive(request.query.get("fieldValidation")))
+        warnings = self.field_validator.check_body(self._schema_kind(cls, request), body, directive(request.query.get("fieldValidation")))
         body = plain(body)
         self._check_size(body)
         return body, warnings
@@ -542,7 +549,7 @@ class ApiServer:
         warnings: list[str] = []
 
         def check(old: dict[str, Any], new: dict[str, Any]) -> None:
-            warnings.extend(self.field_validator.check_patched(cls, old, new, mode, duplicates))
+            warnings.extend(self.field_validator.check_patched(self._schema_kind(cls, request), old, new, mode, duplicates))
             self._check_size(new)
 
         obj = self.store.patch(cls, namespace, name, body, ctype, sub, check=check)

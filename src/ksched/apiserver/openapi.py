@@ -253,7 +253,7 @@ class SchemaSet:
             if f is not None and f.description and "$ref" not in p:  # the client keeps none for references
                 p["description"] = f.description
             if p.get("type") == "array" and t.startswith("List["):
-                self._patch_extensions(wire, p, self.index.types.get(_element_type(t)))
+                self._patch_extensions(wire, p, self.index.types.get(_element_type(t)), _element_type(t))
             if f is not None and f.is_required():
                 required.append(wire)
             props[wire] = p
@@ -264,9 +264,10 @@ class SchemaSet:
         return name
 
     @staticmethod
-    def _patch_extensions(field: str, prop: dict[str, Any], item_types: dict[str, str] | None) -> None:
-        strategy = patch_strategy(field)
-        key = patch_merge_key(field)
+    def _patch_extensions(field: str, prop: dict[str, Any], item_types: dict[str, str] | None,
+                          item_type: str = "") -> None:
+        strategy = patch_strategy(field, item_type)
+        key = patch_merge_key(field, item_type)
         if key is not None:
             if item_types is None or _snake_lookup(item_types, key) is None:
                 return
@@ -489,7 +490,7 @@ class OpenAPIDocuments:
         return out
 
     def _refresh(self) -> None:
-        key = tuple(sorted((c.API_VERSION, c.KIND, c.PLURAL, bool(c.NAMESPACED))
+        key = tuple(sorted((c.API_VERSION, c.KIND, c.PLURAL, bool(c.NAMESPACED), str(getattr(c, "SCHEMA_KEY", "")))
                            for c in [*self._kinds(), *self._extra]))
         if key != self._key:
             self._key = key

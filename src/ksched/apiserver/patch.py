@@ -152,19 +152,34 @@ _MERGE_KEYS = {
     "schedulingGates": "name",
     "readinessGates": "conditionType",
 }
+# Lists named like one above but holding items of another type: (field of the object holding
+# the list, list field) -> merge key; the item type's name -> merge key (for the OpenAPI documents).
+_MERGE_KEYS_IN = {("spec", "ports"): "port"}  # ServiceSpec.ports (patchMergeKey:"port")
+_MERGE_KEY_OF_ITEM = {"ServicePort": "port"}
 # Primitive lists with patchStrategy=merge: union.
 _MERGE_PRIMITIVE = {"finalizers"}
 # Lists whose items also keep only the keys of the patch's union member ($retainKeys).
 _RETAIN_KEYS = {"volumes"}
 
 
-def patch_merge_key(field: str) -> str | None:
-    """The merge key of a list field under strategic merge patch (None: replaced as a whole)."""
-    return _MERGE_KEYS.get(field)
+def _item_merge_key(item_type: str) -> str | None:
+    bare = item_type.lstrip("V0123456789") if item_type[:1] == "V" else item_type
+    for prefix in ("alpha", "beta"):
+        if bare.startswith(prefix):
+            bare = bare.lstrip(prefix + "0123456789")
+    return _MERGE_KEY_OF_ITEM.get(bare)
 
 
-def patch_strategy(field: str) -> str | None:
+def patch_merge_key(field: str, item_type: str = "") -> str | None:
+    """The merge key of a list field under strategic merge patch (None: replaced as a whole);
+    ``item_type``: the client model of its items (``V1ServicePort``), when known."""
+    return (_item_merge_key(item_type) if item_type else None) or _MERGE_KEYS.get(field)
+
+
+def patch_strategy(field: str, item_type: str = "") -> str | None:
     """The patch strategy of a list field (OpenAPI's ``x-kubernetes-patch-strategy``)."""
+    if item_type and _item_merge_key(item_type):
+        return "merge"
     if field in _MERGE_PRIMITIVE:
         return "merge"
     if field in _MERGE_KEYS:
@@ -202,7 +217,7 @@ def _smp(target: Any, patch: Any, field: str) -> Any:
             continue
         cur = out.get(k)
         if isinstance(v, list) and isinstance(cur, list):
-            out[k] = _merge_list(cur, v, k)
+            out[k] = _merge_list(cur, v, k, field)
         elif isinstance(v, dict):
             r = _smp(cur, v, k)
             if r is None:
@@ -216,14 +231,14 @@ def _smp(target: Any, patch: Any, field: str) -> Any:
     return out
 
 
-def _merge_list(cur: list[Any], patch: list[Any], field: str) -> list[Any]:
+def _merge_list(cur: list[Any], patch: list[Any], field: str, parent: str = "") -> list[Any]:
     if field in _MERGE_PRIMITIVE:
         out = list(cur)
         for x in patch:
             if x not in out:
                 out.append(x)
         return out
-    key = _MERGE_KEYS.get(field)
+    key = _MERGE_KEYS_IN.get((parent, field)) or _MERGE_KEYS.get(field)
     if key is None or not all(isinstance(x, dict) for x in patch):
         if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
             return [x for x in patch if not (isinstance(x, dict) and "$patch" in x)]
