@@ -106,3 +106,34 @@ def test_bad_arguments_and_manifests_are_refused(tmp_path: Path) -> None:
         assert "Traceback" not in cp.stderr
     finally:
         first.stop()
+
+
+def test_serve_loads_a_cluster_dump(tmp_path: Path) -> None:
+    """--load takes what simulate takes: an exported pod stays on its node, a kind ksched does not
+    know is skipped with a warning, the objects a fresh cluster has are merged."""
+    exported = pod("old", nodeName="n1")
+    exported["metadata"].update(uid="u-old", resourceVersion="77", creationTimestamp="2024-01-01T00:00:00Z")
+    exported["status"] = {"phase": "Running"}
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"}}
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": {"env": "prod"},
+                                                              "resourceVersion": "1"}}
+    manifests = tmp_path / "dump.yaml"
+    manifests.write_text(yaml.safe_dump_all([ns, node("n1"), exported, hpa]))
+    port = free_port()
+    proc = Proc(ksched_cmd("serve", "--listen", f"127.0.0.1:{port}", "--load", str(manifests), "--no-scheduler",
+                           "--kubeconfig-out", str(tmp_path / "kc")), tmp_path / "serve.log",
+                subprocess_env(tmp_path), tmp_path)
+    try:
+        wait_http_ready(port, proc=proc)
+        api = Http("127.0.0.1", port)
+        got = api.get(f"{PODS}/old")[2]
+        assert got["spec"]["nodeName"] == "n1" and got["metadata"]["uid"] == "u-old"
+        assert got["status"]["phase"] == "Running"
+        assert api.get("/api/v1/namespaces/default")[2]["metadata"]["labels"]["env"] == "prod"
+        assert "skipping 1 object(s) of kind HorizontalPodAutoscaler (autoscaling/v2)" in proc.log()
+    finally:
+        proc.stop()
+    cp = subprocess.run(ksched_cmd("serve", "--listen", f"127.0.0.1:{free_port()}", "--disable-admission-plugins",
+                                   "Nope"), capture_output=True, text=True, env=subprocess_env(tmp_path), cwd=tmp_path,
+                        timeout=30)
+    assert cp.returncode == 2 and "unknown admission plugin(s): Nope" in cp.stderr

@@ -93,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
         persistence.attach(store)
     if args.load:
         # As simulate loads them (order, dumps of a cluster), minus what a restart finds stored.
-        res = load_manifests(args.load, scheme=store.scheme)
+        res = load_manifests(args.load, scheme=store.scheme, unknown_kinds="skip")
         errors = [str(e) for e in res.errors]
+        for kind, skipped in sorted(res.skipped.items()):
+            print(f"warning: skipping {len(skipped)} object(s) of kind {kind}, which ksched does not know "
+                  f"(first: {skipped[0].where})", file=sys.stderr)
         if not errors:
             report = load_objects(store, res.objects, [i for i, m in enumerate(res.manifests) if m.existing],
                                   skip_present=True)

@@ -9,10 +9,10 @@ and as a restore of a real cluster's objects needs:
   with ``existing=True``: they keep their uid, creation time and status (a bound pod stays on its
   node) and are not admitted again; references to owners missing from the input are dropped,
   or the garbage collector would delete them;
-* **merging**: an object a fresh cluster already has (the ``default`` and ``kube-system``
-  namespaces, the ``system-*`` PriorityClasses, the ``default`` ServiceAccounts) is updated with
-  the loaded manifest's labels, annotations and spec instead of being refused; a second object
-  of the same name in the input is still an error.
+* **merging**: an object every fresh cluster has (its namespaces, the ``system-*``
+  PriorityClasses, the ``default`` ServiceAccounts) is updated with the loaded manifest's labels,
+  annotations and other fields instead of being refused; any other object already there, or a
+  second object of the same name in the input, is still an error.
 """
 
 from __future__ import annotations
@@ -24,9 +24,13 @@ from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError
 from ksched.api.meta import KubeObject
-from ksched.apiserver.store import Store
+from ksched.api.priorityclass import system_priority_classes
+from ksched.api.serviceaccount import DEFAULT_SERVICE_ACCOUNT
+from ksched.apiserver.store import DEFAULT_NAMESPACES, Store
 
 __all__ = ["LOAD_ORDER", "LoadReport", "load_objects"]
+
+_SYSTEM_CLASSES = frozenset(pc["metadata"]["name"] for pc in system_priority_classes())
 
 # Kinds are created in this order ("*": every kind not named).
 LOAD_ORDER = ("CustomResourceDefinition", "Namespace", "ServiceAccount", "PriorityClass", "RuntimeClass",
@@ -122,8 +126,9 @@ def _merge(store: Store, raw: dict[str, Any]) -> None:
 def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], existing: Collection[int] = (),
                  *, skip_present: bool = False) -> LoadReport:
     """Create ``objects`` in ``store`` (``existing``: indices of those exported from another
-    cluster). ``skip_present``: an object already there is left as it is (a restart that loads
-    the same manifests again) instead of being merged or reported."""
+    cluster). ``skip_present``: an object already there (but those every fresh cluster has, which
+    are merged) is left as it is -- a restart that loads the same manifests again -- instead of
+    being reported."""
     report = LoadReport()
     raws = [_raw(o) for o in objects]
     existing = set(existing)
@@ -148,10 +153,12 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
             store.create(raw, existing=is_existing)
             created.add(key)
         except AlreadyExists as e:
-            if skip_present:
-                continue
             if key in created or not md.get("name"):
                 report.errors.append((i, e))
+                continue
+            if not _fresh_cluster_object(raw):
+                if not skip_present:
+                    report.errors.append((i, e))
                 continue
             try:
                 _merge(store, raw)
@@ -162,6 +169,16 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
         except ApiError as e:
             report.errors.append((i, e))
     return report
+
+
+def _fresh_cluster_object(raw: dict[str, Any]) -> bool:
+    """One of the objects every fresh cluster has: its namespaces, the system PriorityClasses, the
+    default ServiceAccounts (which the serviceaccount controller makes)."""
+    kind = _kind(raw)
+    name = str((raw.get("metadata") or {}).get("name") or "")
+    return ((kind == "Namespace" and name in DEFAULT_NAMESPACES)
+            or (kind == "PriorityClass" and name in _SYSTEM_CLASSES)
+            or (kind == "ServiceAccount" and name == DEFAULT_SERVICE_ACCOUNT))
 
 
 def _describe(raw: dict[str, Any]) -> str:
