@@ -183,3 +183,13 @@ def test_persistence_restores_crds_and_their_objects(tmp_path: Path) -> None:
         s2.create({**w, "metadata": {"name": "x"}, "spec": {"size": 0}})
     s2.create({**w, "metadata": {"name": "y"}})
     p2.close()
+
+
+def test_an_exported_crd_with_the_cleanup_finalizer_is_deleted(store: Store) -> None:
+    raw = crd()
+    raw["metadata"].update(finalizers=["customresourcecleanup.apiextensions.k8s.io"], uid="u",
+                           resourceVersion="5", creationTimestamp="2024-01-01T00:00:00Z")
+    store.create(raw, existing=True)
+    store.create(widget(size=1))
+    store.delete("CustomResourceDefinition", "", "widgets.example.com")
+    assert store.count("CustomResourceDefinition") == 0 and store.scheme.resolve("Widget") is None

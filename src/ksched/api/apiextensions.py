@@ -22,6 +22,7 @@ from ksched.api.structural import Schema, SchemaError
 
 __all__ = [
     "API_APPROVED_ANNOTATION",
+    "CRD_CLEANUP_FINALIZER",
     "CustomObject",
     "CustomResourceDefinition",
     "crd_status",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 API_APPROVED_ANNOTATION = "api-approved.kubernetes.io"
+# The finalizer upstream puts on a CRD until its objects are deleted.
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -36,7 +36,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ksched.api.accounting import NodeAccounting
-from ksched.api.apiextensions import CustomObject, CustomResourceDefinition, crd_status, validate_crd
+from ksched.api.apiextensions import (
+    CRD_CLEANUP_FINALIZER,
+    CustomObject,
+    CustomResourceDefinition,
+    crd_status,
+    validate_crd,
+)
 from ksched.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -719,7 +725,11 @@ class Store:
         if cls is Namespace:
             return self._delete_namespace(old)
         if isinstance(old, CustomResourceDefinition):
+            # What the CRD finalizer waits for (its objects deleted) is done at once.
             self._unserve_crd(old)
+            if CRD_CLEANUP_FINALIZER in old.finalizers:
+                old = cls.from_dict(_with_meta(old.raw, finalizers=[
+                    f for f in old.finalizers if f != CRD_CLEANUP_FINALIZER] or None))
         period = 0
         if isinstance(old, Pod) and old.node_name and not old.is_terminal:
             period = grace if grace is not None else old.termination_grace_period_seconds
