@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from embedded import advance
 from ksched.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -24,6 +25,7 @@ from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass
 from ksched.apiserver.store import DEFAULT_NAMESPACES, Store
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
+from ksched.sim.cluster import EmbeddedCluster
 
 
 def mkpod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
@@ -150,12 +152,17 @@ def test_default_namespace_is_filled_in(store: Store) -> None:
     assert store.create(raw).namespace == "default"
 
 
-def test_deleting_a_namespace_deletes_its_objects(store: Store) -> None:
+def test_deleting_a_namespace_deletes_its_objects(embedded_cluster: EmbeddedCluster) -> None:
+    """The namespace turns Terminating; the namespace controller deletes its content five
+    seconds later, then the namespace (tests/controllers/test_namespace.py has the details)."""
+    store = embedded_cluster.store
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
     store.create(mkpod("a", ns="team-a"))
     store.create(mkpod("b", ns="team-a"))
     store.create(mkpod("c"))
     store.delete("Namespace", "", "team-a")
+    assert store.get("Namespace", "", "team-a").raw["status"]["phase"] == "Terminating"
+    advance(embedded_cluster, 5)
     assert [p.key for p in store.items("Pod")] == ["default/c"]
     assert store.try_get("Namespace", "", "team-a") is None
 

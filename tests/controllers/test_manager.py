@@ -19,7 +19,9 @@ from ksched.client.informer import EventHandler, InformerFactory
 from ksched.clock import VirtualClock
 from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
+from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
+from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
@@ -83,16 +85,19 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 # ---------------------------------------------------------------- select_controllers
 
 
-ALL = ["persistentvolume-binder", "disruption", "serviceaccount", "resourcequota"]
+# Upstream's names of the controllers ksched has, in start order.
+NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "serviceaccount",
+         "resourcequota"]
+ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
 
 @pytest.mark.parametrize(("spec", "want"), [
-    (["*"], ALL),
+    (["*"], NAMES),
     (["disruption"], ["disruption"]),
     (["disruption", "persistentvolume-binder"], ["persistentvolume-binder", "disruption"]),  # start order
-    (["*", "-disruption"], ["persistentvolume-binder", "serviceaccount", "resourcequota"]),
-    (["-disruption", "*"], ["persistentvolume-binder", "serviceaccount", "resourcequota"]),
-    (["*", "-disruption", "-persistentvolume-binder", "-serviceaccount", "-resourcequota"], []),
+    (["*", "-disruption"], ALL_BUT_DISRUPTION),
+    (["-disruption", "*"], ALL_BUT_DISRUPTION),
+    (["*", *(f"-{n}" for n in NAMES)], []),
     (["-disruption"], []),  # without "*" only the names given are on
     (["disruption", "-disruption"], []),
     ([" disruption ", "", "  "], ["disruption"]),
@@ -105,6 +110,8 @@ def test_select_controllers(spec: list[str], want: list[str]) -> None:
 def test_the_registry_holds_upstreams_names_in_start_order() -> None:
     assert list(CONTROLLERS.items()) == [("persistentvolume-binder", PersistentVolumeController),
                                          ("disruption", DisruptionController),
+                                         ("garbage-collector", GarbageCollector),
+                                         ("namespace", NamespaceController),
                                          ("serviceaccount", ServiceAccountsController),
                                          ("resourcequota", ResourceQuotaController)]
 
@@ -112,14 +119,13 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
 @pytest.mark.parametrize("spec", [["nope"], ["-nope"], ["*", "-nope"], ["disruption", "Disruption"]])
 def test_unknown_controller_names_are_refused(spec: list[str]) -> None:
     with pytest.raises(ValueError, match=r'unknown controller "(nope|Disruption)" \(known: '
-                                         r'persistentvolume-binder, disruption, serviceaccount, resourcequota\)'):
+                                         + ", ".join(NAMES) + r"\)"):
         select_controllers(spec)
 
 
 def test_the_manager_builds_the_selected_controllers(store: Store, clock: VirtualClock) -> None:
-    m = ControllerManager(InProcessClient(store), clock, ["*", "-persistentvolume-binder"])
-    assert [type(c) for c in m.controllers] == [DisruptionController, ServiceAccountsController,
-                                                ResourceQuotaController]
+    m = ControllerManager(InProcessClient(store), clock, ["disruption"])
+    assert [type(c) for c in m.controllers] == [DisruptionController]
     assert m.controller("disruption") is m.controllers[0]
     with pytest.raises(KeyError):
         m.controller("persistentvolume-binder")

@@ -7,6 +7,7 @@ from typing import Any
 from ksched.api.apiextensions import CustomResourceDefinition
 from ksched.api.config import ConfigMap, Secret
 from ksched.api.endpointslice import EndpointSlice
+from ksched.api.batch import CronJob, Job
 from ksched.api.event import Event
 from ksched.api.lease import Lease
 from ksched.api.limitrange import LimitRange
@@ -28,7 +29,7 @@ __all__ = ["KINDS", "KIND_BY_PLURAL", "UnknownKindError", "kind_class", "parse_o
 KINDS: dict[str, type[KubeObject]] = {
     c.KIND: c
     for c in (Namespace, Node, Pod, Event, PriorityClass, PodDisruptionBudget, PersistentVolume,
-              PersistentVolumeClaim, StorageClass, CSINode, Lease)
+              PersistentVolumeClaim, StorageClass, CSINode, Lease, Job, CronJob)
 }
 # Services and their endpoints, configuration, identities, namespace limits and quotas, runtime
 # classes, RBAC, custom resource definitions.
@@ -45,6 +46,7 @@ _ALIASES: dict[str, set[str]] = {
     "StorageClass": {"storage.k8s.io/v1beta1"},
     "Lease": {"coordination.k8s.io/v1beta1"},
     "Event": {"events.k8s.io/v1"},
+    "CronJob": {"batch/v1beta1"},
 }
 _ALIASES.update({
     "EndpointSlice": {"discovery.k8s.io/v1beta1"},

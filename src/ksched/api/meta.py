@@ -78,7 +78,7 @@ def _make_copier(cls: type) -> Any:
 
 
 class OwnerReference:
-    __slots__ = ("api_version", "controller", "kind", "name", "uid")
+    __slots__ = ("api_version", "block_owner_deletion", "controller", "kind", "name", "uid")
 
     def __init__(self, d: dict[str, Any]) -> None:
         self.api_version: str = d.get("apiVersion", "")
@@ -86,6 +86,7 @@ class OwnerReference:
         self.name: str = d.get("name", "")
         self.uid: str = d.get("uid", "")
         self.controller: bool = bool(d.get("controller", False))
+        self.block_owner_deletion: bool = bool(d.get("blockOwnerDeletion", False))
 
 
 class KubeObject:

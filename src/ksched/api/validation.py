@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ksched.api.apiextensions import validate_crd
+from ksched.api.cron import CronError, load_location, parse_standard
 from ksched.api.errors import FieldError, Path
+from ksched.api.labels import LabelSelector
 from ksched.api.quantity import QuantityError, parse_quantity
 from ksched.api.resources import is_extended_resource, is_hugepages, is_native
 
@@ -1020,6 +1022,228 @@ def validate_metadata(raw: dict[str, Any], namespaced: bool) -> list[FieldError]
     v = _V()
     _metadata(v, raw, namespaced)
     return v.errors
+# ---------------------------------------------------------------- batch/v1 (pkg/apis/batch/validation)
+
+_JOB_RESTART_POLICIES = ("OnFailure", "Never")
+_POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+_MAX_INDEXED_COMPLETIONS = 100_000
+
+
+def _pod_template(v: _V, path: Path, tpl: Any) -> dict[str, Any]:
+    """A PodTemplateSpec: its metadata's labels and annotations, and its spec as a pod's."""
+    tpl = v.mapping(path, tpl)
+    md = tpl.get("metadata")
+    inner = _V()
+    _pod(inner, {"metadata": {**(md if isinstance(md, dict) else {}), "name": "template"},
+                 "spec": tpl.get("spec")})
+    for e in inner.errors:
+        v.errors.append(FieldError(f"{path}.{e.path}" if e.path else str(path), e.message, e.reason))
+    return tpl
+
+
+def _pod_failure_policy(v: _V, path: Path, pfp: Any, per_index: bool) -> None:
+    pfp = v.mapping(path, pfp)
+    rules = v.sequence(path.child("rules"), pfp.get("rules"))
+    if len(rules) > 20:
+        v.add(path.child("rules"), f"Too many: {len(rules)}: must have at most 20 items", "FieldValueTooMany")
+    for i, r in enumerate(rules):
+        rp = path.child("rules").index(i)
+        r = v.mapping(rp, r)
+        action = r.get("action")
+        if action not in _POD_FAILURE_ACTIONS:
+            v.unsupported(rp.child("action"), action, _POD_FAILURE_ACTIONS)
+        elif action == "FailIndex" and not per_index:
+            v.forbidden(rp.child("action"), "requires the backoffLimitPerIndex to be set")
+        codes, conds = r.get("onExitCodes"), r.get("onPodConditions")
+        if codes is not None and conds is not None:
+            v.invalid(rp, "rule", "specifying both OnExitCodes and OnPodConditions is not supported")
+        elif codes is None and conds is None:
+            v.add(rp, "Required value: specifying one of OnExitCodes and OnPodConditions is required",
+                  "FieldValueRequired")
+        if codes is not None:
+            cp = rp.child("onExitCodes")
+            codes = v.mapping(cp, codes)
+            op = codes.get("operator")
+            if op not in ("In", "NotIn"):
+                v.unsupported(cp.child("operator"), op, ("In", "NotIn"))
+            values = v.sequence(cp.child("values"), codes.get("values"))
+            if not values:
+                v.add(cp.child("values"), "Required value: at least one value is required", "FieldValueRequired")
+            if len(values) > 255:
+                v.add(cp.child("values"), f"Too many: {len(values)}: must have at most 255 items",
+                      "FieldValueTooMany")
+            prev: int | None = None
+            seen: set[int] = set()
+            for j, x in enumerate(values):
+                xp = cp.child("values").index(j)
+                if isinstance(x, bool) or not isinstance(x, int):
+                    v.invalid(xp, x, "must be an integer")
+                    continue
+                if x in seen:
+                    v.add(xp, f"Duplicate value: {x}", "FieldValueDuplicate")
+                elif prev is not None and x < prev:
+                    v.invalid(xp, x, "must be ordered")
+                if op == "In" and x == 0:
+                    v.invalid(xp, x, "must not be 0 for the In operator")
+                seen.add(x)
+                prev = x
+        for j, c in enumerate(v.sequence(rp.child("onPodConditions"), conds)):
+            cp = rp.child("onPodConditions").index(j)
+            c = v.mapping(cp, c)
+            v.string(cp.child("type"), c.get("type"), required=True)
+            st = c.get("status", "True")
+            if st not in ("True", "False", "Unknown"):
+                v.unsupported(cp.child("status"), st, ("True", "False", "Unknown"))
+
+
+def _job_spec(v: _V, sp: Path, spec: dict[str, Any]) -> None:
+    """validateJobSpec: what a Job's spec and a CronJob's jobTemplate.spec share."""
+    v.integer(sp.child("parallelism"), spec.get("parallelism"), 0)
+    completions = v.integer(sp.child("completions"), spec.get("completions"), 0)
+    v.integer(sp.child("activeDeadlineSeconds"), spec.get("activeDeadlineSeconds"), 0)
+    v.integer(sp.child("backoffLimit"), spec.get("backoffLimit"), 0)
+    v.integer(sp.child("ttlSecondsAfterFinished"), spec.get("ttlSecondsAfterFinished"), 0)
+    per_index = v.integer(sp.child("backoffLimitPerIndex"), spec.get("backoffLimitPerIndex"), 0)
+    max_failed = v.integer(sp.child("maxFailedIndexes"), spec.get("maxFailedIndexes"), 0)
+    mode = spec.get("completionMode", "NonIndexed")
+    if mode not in ("NonIndexed", "Indexed"):
+        v.unsupported(sp.child("completionMode"), mode, ("NonIndexed", "Indexed"))
+    indexed = mode == "Indexed"
+    if indexed:
+        if spec.get("completions") is None:
+            v.add(sp.child("completions"), "Required value: when completion mode is Indexed", "FieldValueRequired")
+        elif completions is not None and completions > _MAX_INDEXED_COMPLETIONS:
+            v.invalid(sp.child("completions"), completions,
+                      f"must be less than or equal to {_MAX_INDEXED_COMPLETIONS} when completion mode is Indexed")
+        par = spec.get("parallelism")
+        if isinstance(par, int) and par > _MAX_INDEXED_COMPLETIONS:
+            v.invalid(sp.child("parallelism"), par,
+                      f"must be less than or equal to {_MAX_INDEXED_COMPLETIONS} when completion mode is Indexed")
+    if per_index is not None and not indexed:
+        v.add(sp.child("backoffLimitPerIndex"), "Forbidden: requires indexed completion mode", "FieldValueForbidden")
+    if max_failed is not None and per_index is None:
+        v.add(sp.child("backoffLimitPerIndex"), "Required value: when maxFailedIndexes is specified",
+              "FieldValueRequired")
+    prp = spec.get("podReplacementPolicy")
+    if prp is not None:
+        if prp not in ("Failed", "TerminatingOrFailed"):
+            v.unsupported(sp.child("podReplacementPolicy"), prp, ("Failed", "TerminatingOrFailed"))
+        elif prp != "Failed" and spec.get("podFailurePolicy") is not None:
+            v.unsupported(sp.child("podReplacementPolicy"), prp, ("Failed",))
+    if spec.get("podFailurePolicy") is not None:
+        _pod_failure_policy(v, sp.child("podFailurePolicy"), spec["podFailurePolicy"], per_index is not None)
+    if spec.get("template") is None:
+        v.required(sp.child("template"))
+        return
+    tpl = _pod_template(v, sp.child("template"), spec.get("template"))
+    tspec = tpl.get("spec") if isinstance(tpl.get("spec"), dict) else {}
+    rp = tspec.get("restartPolicy") or "Always"
+    rpp = sp.child("template").child("spec").child("restartPolicy")
+    if rp not in _JOB_RESTART_POLICIES:
+        v.unsupported(rpp, rp, _JOB_RESTART_POLICIES)
+    elif rp == "OnFailure" and spec.get("podFailurePolicy") is not None:
+        v.invalid(rpp, rp, 'only "Never" is supported when podFailurePolicy is specified')
+
+
+def _job(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = raw.get("spec")
+    if spec is None:
+        v.required(sp)
+        return
+    spec = v.mapping(sp, spec)
+    _job_spec(v, sp, spec)
+    sel = spec.get("selector")
+    if sel is None:
+        v.required(sp.child("selector"))
+        return
+    _label_selector(v, sp.child("selector"), sel)
+    tpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    tmd = tpl.get("metadata") if isinstance(tpl.get("metadata"), dict) else {}
+    labels = tmd.get("labels") if isinstance(tmd.get("labels"), dict) else {}
+    if isinstance(sel, dict) and not _selector_matches(sel, labels):
+        v.invalid(sp.child("template").child("metadata").child("labels"), labels,
+                  "`selector` does not match template `labels`")
+    md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    mode = spec.get("completionMode")
+    completions = spec.get("completions")
+    if mode == "Indexed" and isinstance(completions, int) and completions > 0 and md.get("name"):
+        host = f"{md['name']}-{completions - 1}"
+        if len(host) > 63 or not _DNS1123_LABEL.match(host):
+            v.invalid(Path("metadata.name"), md["name"],
+                      f"will not able to create pod with invalid DNS label: {host}")
+
+
+def _selector_matches(sel: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """metav1.LabelSelectorAsSelector(sel).Matches(labels); a malformed selector matches (its own
+    errors are reported where it is validated)."""
+    try:
+        return LabelSelector.from_dict(sel).matches(labels)
+    except (TypeError, ValueError, AttributeError):
+        return True
+
+
+def _cronjob(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    name = md.get("name")
+    if isinstance(name, str) and len(name) > 52:
+        v.invalid(Path("metadata.name"), name, "must be no more than 52 characters")
+    sp = Path("spec")
+    spec = raw.get("spec")
+    if spec is None:
+        v.required(sp)
+        return
+    spec = v.mapping(sp, spec)
+    schedule = v.string(sp.child("schedule"), spec.get("schedule"), required=True)
+    if schedule:
+        try:
+            parse_standard(schedule)
+        except CronError as e:
+            v.invalid(sp.child("schedule"), schedule, str(e))
+        if "TZ" in schedule:
+            v.invalid(sp.child("schedule"), schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field "
+                                                      "instead")
+    tz = spec.get("timeZone")
+    if tz is not None:
+        tzp = sp.child("timeZone")
+        if not isinstance(tz, str) or tz == "":
+            v.invalid(tzp, tz, "timeZone must be nil or non-empty string")
+        elif tz.lower() == "local":
+            v.invalid(tzp, tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones")
+        elif any(p in (".", "..") or p.startswith("-") or not re.fullmatch(r"[A-Za-z.\-_0-9+]{1,14}", p)
+                 for p in tz.split("/")):
+            v.invalid(tzp, tz, f"unknown time zone {tz}")
+        else:
+            try:
+                load_location(tz)
+            except CronError as e:
+                v.invalid(tzp, tz, str(e))
+    v.integer(sp.child("startingDeadlineSeconds"), spec.get("startingDeadlineSeconds"), 0)
+    cp = spec.get("concurrencyPolicy", "Allow")
+    if cp in ("", None):
+        v.required(sp.child("concurrencyPolicy"))
+    elif cp not in ("Allow", "Forbid", "Replace"):
+        v.unsupported(sp.child("concurrencyPolicy"), cp, ("Allow", "Forbid", "Replace"))
+    v.integer(sp.child("successfulJobsHistoryLimit"), spec.get("successfulJobsHistoryLimit"), 0)
+    v.integer(sp.child("failedJobsHistoryLimit"), spec.get("failedJobsHistoryLimit"), 0)
+    jt = sp.child("jobTemplate")
+    if spec.get("jobTemplate") is None:
+        v.required(jt)
+        return
+    tmpl = v.mapping(jt, spec.get("jobTemplate"))
+    tmd = tmpl.get("metadata")
+    if tmd is not None:
+        tmd = v.mapping(jt.child("metadata"), tmd)
+        _labels(v, jt.child("metadata").child("labels"), tmd.get("labels"))
+    jsp = jt.child("spec")
+    jspec = v.mapping(jsp, tmpl.get("spec"))
+    _job_spec(v, jsp, jspec)
+    if jspec.get("selector") is not None:
+        v.invalid(jsp.child("selector"), jspec["selector"], "`selector` will be auto-generated")
+    if jspec.get("manualSelector"):
+        v.unsupported(jsp.child("manualSelector"), jspec["manualSelector"], ("nil", "false"))
 
 
 _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
@@ -1034,6 +1258,8 @@ _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
     "CSINode": _csinode,
     "Lease": _lease,
     "Event": _event,
+    "Job": _job,
+    "CronJob": _cronjob,
 }
 _VALIDATORS.update({
     "Service": _service,

@@ -16,7 +16,7 @@ __all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_version
            "resolve_resource", "served_kinds"]
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-_CATEGORIES = {"Pod": ["all"]}
+_CATEGORIES = {"Pod": ["all"], "Job": ["all"], "CronJob": ["all"]}
 _CATEGORIES["Service"] = ["all"]
 
 # Serves the built-in kinds alone (callers without a store).
@@ -101,6 +101,9 @@ def api_resource_list(group: str, version: str, scheme: Scheme | None = None) ->
         if (version in c.STATUS_VERSIONS) if custom else c.STATUS_SUBRESOURCE:
             resources.append({"name": f"{c.PLURAL}/status", "singularName": "", "namespaced": c.NAMESPACED,
                               "kind": c.KIND, "verbs": ["get", "patch", "update"]})
+        if c.KIND == "Namespace" and not custom:
+            resources.append({"name": "namespaces/finalize", "singularName": "", "namespaced": False,
+                              "kind": "Namespace", "verbs": ["update"]})
         if c.KIND == "Pod" and not custom:
             resources.append({"name": "pods/binding", "singularName": "", "namespaced": True, "kind": "Binding",
                               "verbs": ["create"]})

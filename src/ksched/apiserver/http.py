@@ -37,6 +37,7 @@ from ksched.api.labels import SelectorError, parse_field_selector, parse_label_s
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
 from ksched.apiserver import auth, discovery
+from ksched.apiserver.deletion import DeleteOptions
 from ksched.apiserver.fieldvalidation import (
     FieldValidator,
     directive,
@@ -555,20 +556,29 @@ class ApiServer:
         obj = self.store.patch(cls, namespace, name, body, ctype, sub, check=check)
         return self._render(request, obj, warnings=warnings)
 
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        """DeleteOptions from the body and the query (gracePeriodSeconds, propagationPolicy,
+        orphanDependents), as kubectl and client libraries send them."""
+        body = _object(await self._body(request), "DeleteOptions")
+        if request.query.get("dryRun") == "All" or "All" in (body.get("dryRun") or ()):
+            raise BadRequest("dryRun is not supported by ksched")
+        opts = DeleteOptions.parse(body, request.query)
+        opts.validate()
+        return opts
+
     async def _delete(self, request: web.Request, cls: type[KubeObject], namespace: str, name: str) -> web.Response:
-        opts = _object(await self._body(request), "DeleteOptions")
-        grace = _int(opts.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds")), "gracePeriodSeconds")
-        pre = _object(opts.get("preconditions"), "preconditions")
-        obj = self.store.delete(cls, namespace, name, grace_period_seconds=grace,
-                                uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
+        opts = await self._delete_options(request)
+        obj = self.store.delete(cls, namespace, name, options=opts)
         return _json(self._out(request, obj.raw))
 
     async def _delete_collection(self, request: web.Request, cls: type[KubeObject], namespace: str) -> web.Response:
         ls, fs = self._selectors(request)
+        opts = await self._delete_options(request)
+        opts.uid = opts.resource_version = None  # preconditions name one object, not a collection
         items, _, _ = self.store.list(cls, namespace or None, ls, fs)
         for o in items:
             try:
-                self.store.delete(cls, o.namespace, o.name)
+                self.store.delete(cls, o.namespace, o.name, options=opts)
             except NotFound:
                 pass
         return _json(_status_ok())
@@ -598,6 +608,8 @@ class ApiServer:
             opts = _object(body.get("deleteOptions"), "deleteOptions")
             self.store.evict(namespace, name, _int(opts.get("gracePeriodSeconds"), "gracePeriodSeconds"))
             return _json(_status_ok(code=201), 201)
+        if cls.KIND == "Namespace" and sub == "finalize" and m == "PUT":
+            return await self._update(request, cls, namespace, name, "finalize")
         if sub == "status" and self._has_status(cls, request):
             if m == "GET":
                 return self._get(request, cls, namespace, name)

@@ -41,8 +41,8 @@ class InProcessClient:
         """``owned``: the caller built the manifest for this call alone (no copy is made)."""
         return self.store.create(obj, owned=owned)
 
-    def update(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
-        return self.store.update(obj)
+    def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
+        return self.store.update(obj, subresource)
 
     def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
         return self.store.update(obj, "status")
@@ -52,8 +52,10 @@ class InProcessClient:
         return self.store.patch(kind, namespace, name, patch, content_type, subresource)
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
-               uid: str | None = None) -> KubeObject | None:
-        return self.store.delete(kind, namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+               uid: str | None = None, propagation_policy: str | None = None,
+               resource_version: str | None = None) -> KubeObject | None:
+        return self.store.delete(kind, namespace, name, grace_period_seconds=grace_period_seconds, uid=uid,
+                                 propagation_policy=propagation_policy, resource_version=resource_version)
 
     def bind(self, pod: Pod, node_name: str, annotations: dict[str, str] | None = None) -> None:
         self.store.bind(pod.namespace, pod.name, node_name, uid=pod.uid, annotations=annotations)

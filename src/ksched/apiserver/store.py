@@ -30,8 +30,8 @@ import copy
 import itertools
 import json
 import os
+import random
 import threading
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -74,6 +74,8 @@ from ksched.apiserver.admission import (
     forbidden,
     validate_admission,
 )
+from ksched.apiserver.batch import PREPARE_FOR_CREATE, UPDATE_STRATEGY
+from ksched.apiserver.deletion import DeleteOptions, gc_finalizers
 from ksched.apiserver.fields import check_field_selector, field_values
 from ksched.apiserver.ipallocator import ServiceAllocator
 from ksched.apiserver.patch import PatchError, apply_patch
@@ -87,6 +89,10 @@ __all__ = ["Store"]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Metadata an object exported from another cluster keeps when it is created here.
 _EXISTING_KEEPS = ("uid", "creationTimestamp", "generation")
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATED_BASE = 58
+# NamespaceLifecycle admission: these may not be deleted.
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
@@ -163,6 +169,8 @@ class Store:
         self.accounting = NodeAccounting()
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
+        # generateName suffixes: seeded on a virtual clock, so a simulation names pods the same way each run.
+        self._name_rng: random.Random = random.Random(0) if self.deterministic_uids else random.SystemRandom()
         # Write hooks (persistence): called with (event type, kind, object, rv) under the lock,
         # before the change is applied or sent to any watch.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
@@ -195,6 +203,19 @@ class Store:
         if cls is None:
             raise NotFound(f'the server could not find the requested resource (kind "{kind}")')
         return cls
+    def _generate_name(self, cls: type[KubeObject], md: dict[str, Any]) -> str:
+        """metadata.generateName: the base (cut to 58 characters) and five random characters from
+        upstream's alphabet (``apiserver/pkg/storage/names``); a name taken already is generated
+        again, up to eight times, as the API server retries."""
+        base = str(md["generateName"])[:_MAX_GENERATED_BASE]
+        ns = (md.get("namespace") or "default") if cls.NAMESPACED else ""
+        bucket = self._bucket(cls)
+        name = ""
+        for _ in range(8):
+            name = base + "".join(self._name_rng.choice(_NAME_ALPHABET) for _ in range(5))
+            if self._key(cls, ns, name) not in bucket:
+                break
+        return name
 
     def _bucket(self, cls: type[KubeObject]) -> dict[str, KubeObject]:
         return self._objects[cls.KIND_KEY]
@@ -415,6 +436,9 @@ class Store:
         else:
             md.pop("namespace", None)
         kept = {f: md[f] for f in _EXISTING_KEEPS if f in md} if existing else {}
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = self._generate_name(cls, md)
+        name = md.get("name") or ""
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         kind = cls.KIND_KEY
@@ -431,9 +455,13 @@ class Store:
                 errors = prepare_for_create(kind, raw, self.services)
             except (TypeError, AttributeError, ValueError):
                 pass  # malformed: validation below says where
-        if not md.get("name") and md.get("generateName"):
-            md["name"] = f"{md['generateName']}{uuid.uuid4().hex[:5]}"
-        name = md.get("name") or ""
+        prepare = PREPARE_FOR_CREATE.get(kind)
+        if prepare is not None:
+            # An exported object keeps its uid (a Job's generated selector names it) and status.
+            status = raw.get("status") if existing else None
+            errors = prepare(raw, lambda: kept.get("uid") or self._new_uid()) + errors
+            if status is not None:
+                raw["status"] = status
         errors = self.scheme.validate(raw, cls) + errors
         if errors:
             raise Invalid.of(_qualified_kind(cls), str(name), errors)
@@ -446,12 +474,14 @@ class Store:
                 else:
                     raise NotFound(f'namespaces "{ns}" not found', kind="namespaces", name=ns)
             elif nso.deletion_timestamp is not None:
-                raise Forbidden(f'{cls.PLURAL} "{name}" is forbidden: unable to create new content in namespace '
-                                f"{ns} because it is being terminated")
+                why = f"unable to create new content in namespace {ns} because it is being terminated"
+                raise Forbidden(f'{cls.PLURAL} "{name}" is forbidden: {why}', kind=cls.PLURAL, name=str(name),
+                                group=_group(cls), causes=[{"reason": "NamespaceTerminating", "message": why,
+                                                            "field": "metadata.namespace"}])
         key = self._key(cls, md.get("namespace", ""), name)
         if key in self._bucket(cls):
             raise AlreadyExists.of(cls.PLURAL, name, _group(cls))
-        md["uid"] = self._new_uid()
+        md["uid"] = md.get("uid") or self._new_uid()
         md["creationTimestamp"] = format_time(self.now())
         md.update(kept)
         if cls is Namespace:
@@ -548,6 +578,11 @@ class Store:
         if md.get("uid") and md["uid"] != old.uid:
             raise Conflict.of(cls.PLURAL, name, f"Precondition failed: UID in precondition: {md['uid']}, UID in "
                                                 f"object meta: {old.uid}", _group(cls))
+        strategy = UPDATE_STRATEGY.get(cls.KIND_KEY) if subresource == "" else None
+        if strategy is not None and isinstance(raw.get("spec"), dict):
+            errs = strategy(old.raw, raw)
+            if errs:
+                raise Invalid.of(cls.KIND, name, errs, _group(cls))
         new_raw = self._merge_update(cls, old, raw, subresource)
         if new_raw is None:
             return old  # no-op: nothing changed, no new resourceVersion
@@ -570,9 +605,11 @@ class Store:
             raise Invalid.of(_qualified_kind(cls), name, errors)
         if new_raw == old.raw:
             return old  # defaulting took the change back
-        # Finalizers emptied on an object being deleted: it goes away now.
+        # Finalizers emptied on an object being deleted: it goes away now (a namespace once its
+        # spec.finalizers are empty too: the namespace controller finalized it).
         nmd = new_raw["metadata"]
-        if old.deletion_timestamp is not None and not nmd.get("finalizers") and not self._graceful_pending(old):
+        if old.deletion_timestamp is not None and not nmd.get("finalizers") and not self._graceful_pending(old) \
+                and not (cls is Namespace and (new_raw.get("spec") or {}).get("finalizers")):
             rv = self._next_rv()
             gone = cls.from_dict(_with_meta(new_raw, resourceVersion=str(rv)))
             self._commit(cls, DELETED, old, gone, rv)
@@ -603,6 +640,14 @@ class Store:
             new_raw = dict(old_raw)
             if "status" in raw:
                 new_raw["status"] = raw["status"]
+            new_md = dict(omd)
+        elif subresource == "finalize":
+            if cls is not Namespace:
+                raise NotFound(f"the server could not find the requested resource ({cls.PLURAL}/finalize)")
+            # namespaces/finalize: only spec.finalizers change.
+            new_raw = dict(old_raw)
+            new_spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+            new_raw["spec"] = {**(old_raw.get("spec") or {}), "finalizers": list(new_spec.get("finalizers") or [])}
             new_md = dict(omd)
         else:
             new_raw = dict(raw)
@@ -702,49 +747,73 @@ class Store:
 
     def delete(self, kind: str | type[KubeObject], namespace: str, name: str, *,
                grace_period_seconds: int | None = None, uid: str | None = None,
-               resource_version: str | None = None) -> KubeObject:
+               resource_version: str | None = None, propagation_policy: str | None = None,
+               orphan_dependents: bool | None = None, options: DeleteOptions | None = None) -> KubeObject:
         """Delete; bound pods are deleted gracefully (deletionTimestamp set, gone once the grace
-        period ends), objects with finalizers wait for them."""
+        period ends), objects with finalizers wait for them. ``propagation_policy`` (Orphan,
+        Background, Foreground; or the legacy ``orphan_dependents``) sets the garbage collector's
+        finalizers, defaulting per kind (see ``ksched.apiserver.deletion``); a namespace turns
+        Terminating and waits for the namespace controller. ``options`` (DeleteOptions as sent
+        over HTTP) replaces the keyword arguments."""
         cls = self._resolve_kind(kind)
+        opts = options or DeleteOptions(grace_period_seconds, propagation_policy, orphan_dependents, uid,
+                                        resource_version)
+        opts.validate()
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
             if old is None:
                 raise NotFound.of(cls.PLURAL, name, _group(cls))
-            if uid and uid != old.uid:
-                raise Conflict.of(cls.PLURAL, name, f"Precondition failed: UID in precondition: {uid}, UID in "
+            if opts.uid and opts.uid != old.uid:
+                raise Conflict.of(cls.PLURAL, name, f"Precondition failed: UID in precondition: {opts.uid}, UID in "
                                                     f"object meta: {old.uid}", _group(cls))
-            if resource_version and resource_version != old.resource_version:
+            if opts.resource_version and opts.resource_version != old.resource_version:
                 raise Conflict.of(cls.PLURAL, name, "Precondition failed: ResourceVersion in precondition: "
-                                                    f"{resource_version}, ResourceVersion in object meta: "
+                                                    f"{opts.resource_version}, ResourceVersion in object meta: "
                                                     f"{old.resource_version}", _group(cls))
-            obj = self._delete_unlocked(cls, old, grace_period_seconds)
+            if cls is Namespace:
+                obj = self._delete_namespace(old, opts)
+            else:
+                obj = self._delete_unlocked(cls, old, opts)
         self._written()
         return obj
 
-    def _delete_unlocked(self, cls: type[KubeObject], old: KubeObject, grace: int | None) -> KubeObject:
-        if cls is Namespace:
-            return self._delete_namespace(old)
+    def _delete_unlocked(self, cls: type[KubeObject], old: KubeObject, opts: DeleteOptions) -> KubeObject:
         if isinstance(old, CustomResourceDefinition):
             # What the CRD finalizer waits for (its objects deleted) is done at once.
             self._unserve_crd(old)
             if CRD_CLEANUP_FINALIZER in old.finalizers:
                 old = cls.from_dict(_with_meta(old.raw, finalizers=[
                     f for f in old.finalizers if f != CRD_CLEANUP_FINALIZER] or None))
-        period = 0
-        if isinstance(old, Pod) and old.node_name and not old.is_terminal:
-            period = grace if grace is not None else old.termination_grace_period_seconds
+        grace = opts.effective_grace()
+        graceful = isinstance(old, Pod) and bool(old.node_name) and not old.is_terminal
+        period = (grace if grace is not None else old.termination_grace_period_seconds) \
+            if graceful else 0  # type: ignore[attr-defined]
+        changed_finalizers = gc_finalizers(old.finalizers, opts, cls.KIND)
+        finalizers = changed_finalizers if changed_finalizers is not None else old.finalizers
+        fields: dict[str, Any] = {}
+        if changed_finalizers is not None:
+            fields["finalizers"] = changed_finalizers or None
         if old.deletion_timestamp is not None:
-            # Already terminating: only a shorter grace period changes anything.
-            if period >= (old.deletion_grace_period_seconds or 0) or old.finalizers:
+            # Already terminating: a shorter grace period, or other GC finalizers, change anything.
+            current = old.deletion_grace_period_seconds or 0
+            if graceful and period < current:
+                if period == 0 and not finalizers:
+                    return self._remove(cls, old)
+                fields["deletionTimestamp"] = format_time(self.now() + period)
+                fields["deletionGracePeriodSeconds"] = period
+            elif not fields:
+                if not finalizers and current == 0:
+                    return self._remove(cls, old)  # left half-deleted: finish it, as upstream
                 return old
-        elif period == 0 and not old.finalizers:
-            return self._remove(cls, old)
-        if period == 0 and not old.finalizers:
-            return self._remove(cls, old)
+        else:
+            if period == 0 and not finalizers:
+                return self._remove(cls, old)
+            fields["deletionTimestamp"] = format_time(self.now() + period)
+            fields["deletionGracePeriodSeconds"] = period
+            if old.generation > 0:
+                fields["generation"] = old.generation + 1
         rv = self._next_rv()
-        new = cls.from_dict(_with_meta(old.raw, resourceVersion=str(rv),
-                                       deletionTimestamp=format_time(self.now() + period),
-                                       deletionGracePeriodSeconds=period))
+        new = cls.from_dict(_with_meta(old.raw, resourceVersion=str(rv), **fields))
         self._commit(cls, MODIFIED, old, new, rv)
         return new
 
@@ -754,14 +823,32 @@ class Store:
         self._commit(cls, DELETED, old, gone, rv)
         return gone
 
-    def _delete_namespace(self, ns: KubeObject) -> KubeObject:
-        """Delete every object in the namespace, then the namespace."""
-        for cls in self.scheme.classes():
-            if not cls.NAMESPACED:
-                continue
-            for o in [o for o in self._objects[cls.KIND_KEY].values() if o.namespace == ns.name]:
-                self._remove(cls, o)
-        return self._remove(Namespace, ns)
+    def _delete_namespace(self, ns: KubeObject, opts: DeleteOptions) -> KubeObject:
+        """The namespace registry's delete: the first one marks the namespace Terminating (the
+        namespace controller then deletes its content and removes the ``kubernetes`` finalizer);
+        once finalized, an ordinary delete (which waits for GC finalizers)."""
+        if ns.name in IMMORTAL_NAMESPACES:
+            raise Forbidden(f'namespaces "{ns.name}" is forbidden: this namespace may not be deleted',
+                            kind="namespaces", name=ns.name)
+        if ns.deletion_timestamp is None:
+            raw = copy.deepcopy(ns.raw)
+            md = raw["metadata"]
+            md["deletionTimestamp"] = format_time(self.now())
+            changed = gc_finalizers(ns.finalizers, opts, "Namespace")
+            if changed is not None:
+                if changed:
+                    md["finalizers"] = changed
+                else:
+                    md.pop("finalizers", None)
+            raw.setdefault("status", {})["phase"] = "Terminating"
+            rv = self._next_rv()
+            md["resourceVersion"] = str(rv)
+            new = Namespace.from_dict(raw)
+            self._commit(Namespace, MODIFIED, ns, new, rv)
+            return new
+        if (ns.raw.get("spec") or {}).get("finalizers"):
+            return ns
+        return self._delete_unlocked(Namespace, ns, opts)
 
     def finalize_expired(self) -> int:
         """Remove bound pods whose graceful deletion period has ended (what the kubelet does once
@@ -873,7 +960,7 @@ class Store:
                     status["disruptedPods"] = {**(status.get("disruptedPods") or {}),
                                                pod.name: format_time(self.now())}
                     self._write_status(PodDisruptionBudget, pdb, status)
-            obj = self._delete_unlocked(Pod, pod, grace_period_seconds)
+            obj = self._delete_unlocked(Pod, pod, DeleteOptions(grace_period_seconds))
         self._written()
         return obj
 

@@ -52,7 +52,9 @@ class ClusterClient(Protocol):
 
     def create(self, obj: dict[str, Any] | KubeObject) -> KubeObject: ...
 
-    def update(self, obj: dict[str, Any] | KubeObject) -> KubeObject: ...
+    def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
+        """PUT of the object (or of a subresource that takes one: ``status``, namespaces' ``finalize``)."""
+        ...
 
     def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject: ...
 
@@ -60,7 +62,11 @@ class ClusterClient(Protocol):
               content_type: str = "application/merge-patch+json", subresource: str = "") -> KubeObject: ...
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
-               uid: str | None = None) -> KubeObject | None: ...
+               uid: str | None = None, propagation_policy: str | None = None,
+               resource_version: str | None = None) -> KubeObject | None:
+        """DELETE with DeleteOptions: grace period, propagation policy (Orphan, Background,
+        Foreground; None for the kind's default) and uid / resourceVersion preconditions."""
+        ...
 
     def bind(self, pod: Pod, node_name: str, annotations: dict[str, str] | None = None) -> None:
         """``pods/binding``: raises Conflict if the pod is bound already or the node would be

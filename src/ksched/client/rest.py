@@ -368,8 +368,8 @@ class RestClient:
         md = raw.get("metadata") or {}
         return cls.from_dict(self._json("PUT", _path(cls, md.get("namespace"), md.get("name", ""), sub), raw))
 
-    def update(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
-        return self._update(obj, "")
+    def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
+        return self._update(obj, subresource)
 
     def update_status(self, obj: dict[str, Any] | KubeObject) -> KubeObject:
         return self._update(obj, "status")
@@ -380,13 +380,17 @@ class RestClient:
         return cls.from_dict(self._json("PATCH", _path(cls, namespace, name, subresource), patch, content_type))
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
-               uid: str | None = None) -> KubeObject | None:
+               uid: str | None = None, propagation_policy: str | None = None,
+               resource_version: str | None = None) -> KubeObject | None:
         cls = self._cls(kind)
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        if propagation_policy is not None:
+            body["propagationPolicy"] = propagation_policy
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            body["preconditions"] = pre
         d = self._json("DELETE", _path(cls, namespace, name), body)
         if isinstance(d, dict) and d.get("kind") == cls.KIND:
             return cls.from_dict(d)

@@ -43,6 +43,7 @@ class WorkQueue:
         self._ready: deque[Hashable] = deque()
         self._queued: set[Hashable] = set()
         self._delayed: list[tuple[float, int, Hashable]] = []
+        self._waiting: dict[Hashable, float] = {}  # key -> when its delayed add comes due
         self._seq = itertools.count()
         self._failures: dict[Hashable, int] = {}
 
@@ -52,11 +53,17 @@ class WorkQueue:
             self._ready.append(key)
 
     def add_after(self, key: Hashable, seconds: float) -> None:
-        """Queue ``key`` once ``seconds`` have passed on the clock."""
+        """Queue ``key`` once ``seconds`` have passed on the clock. A key already waiting keeps
+        the earlier of its two times (as client-go's delaying queue)."""
         if seconds <= 0:
             self.add(key)
             return
-        heapq.heappush(self._delayed, (self.clock.now() + seconds, next(self._seq), key))
+        due = self.clock.now() + seconds
+        current = self._waiting.get(key)
+        if current is not None and current <= due:
+            return
+        self._waiting[key] = due
+        heapq.heappush(self._delayed, (due, next(self._seq), key))
 
     def add_rate_limited(self, key: Hashable) -> None:
         """Retry a failed key after its backoff (doubling with each failure in a row)."""
@@ -72,7 +79,15 @@ class WorkQueue:
         if self._delayed:
             now = self.clock.now()
             while self._delayed and self._delayed[0][0] <= now:
-                self.add(heapq.heappop(self._delayed)[2])
+                due, _, key = heapq.heappop(self._delayed)
+                if self._waiting.get(key) == due:  # else superseded by an earlier time
+                    del self._waiting[key]
+                    self.add(key)
+            self._drop_superseded()
+
+    def _drop_superseded(self) -> None:
+        while self._delayed and self._waiting.get(self._delayed[0][2]) != self._delayed[0][0]:
+            heapq.heappop(self._delayed)
 
     def pop(self) -> Hashable | None:
         """The next key ready to sync, or None."""
@@ -85,6 +100,7 @@ class WorkQueue:
 
     def next_wakeup(self) -> float | None:
         """When the earliest delayed key becomes ready."""
+        self._drop_superseded()
         return self._delayed[0][0] if self._delayed else None
 
     def __len__(self) -> int:

@@ -26,6 +26,8 @@ from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
+from ksched.controllers.garbagecollector import GarbageCollector
+from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
 __all__ = ["CONTROLLERS", "ControllerManager", "select_controllers"]
@@ -33,7 +35,8 @@ __all__ = ["CONTROLLERS", "ControllerManager", "select_controllers"]
 log = logging.getLogger(__name__)
 
 # Upstream's names, in the order they are started.
-CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (PersistentVolumeController, DisruptionController)}
+CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
+    PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController)}
 CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
 
 
