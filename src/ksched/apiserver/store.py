@@ -796,7 +796,7 @@ class Store:
         if old.deletion_timestamp is not None:
             # Already terminating: a shorter grace period, or other GC finalizers, change anything.
             current = old.deletion_grace_period_seconds or 0
-            if graceful and period < current:
+            if isinstance(old, Pod) and period < current:
                 if period == 0 and not finalizers:
                     return self._remove(cls, old)
                 fields["deletionTimestamp"] = format_time(self.now() + period)
