@@ -20,6 +20,7 @@ from ksched.clock import VirtualClock
 from ksched.controllers.controller import Controller
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.garbagecollector import GarbageCollector
+from ksched.controllers.job import JobController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.resourcequota import ResourceQuotaController
@@ -86,7 +87,7 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 
 
 # Upstream's names of the controllers ksched has, in start order.
-NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "serviceaccount",
+NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "serviceaccount",
          "resourcequota"]
 ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
@@ -112,6 +113,7 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
                                          ("disruption", DisruptionController),
                                          ("garbage-collector", GarbageCollector),
                                          ("namespace", NamespaceController),
+                                         ("job", JobController),
                                          ("serviceaccount", ServiceAccountsController),
                                          ("resourcequota", ResourceQuotaController)]
 

@@ -27,6 +27,7 @@ from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.garbagecollector import GarbageCollector
+from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # Upstream's names, in the order they are started.
 CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
-    PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController)}
+    PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController, JobController)}
 CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
 
 
