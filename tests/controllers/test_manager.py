@@ -18,6 +18,7 @@ from ksched.apiserver.store import Store
 from ksched.client.informer import EventHandler, InformerFactory
 from ksched.clock import VirtualClock
 from ksched.controllers.controller import Controller
+from ksched.controllers.cronjob import CronJobController
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
@@ -25,6 +26,8 @@ from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_co
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
+from ksched.controllers.podgc import PodGCController
+from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
 
@@ -87,8 +90,8 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 
 
 # Upstream's names of the controllers ksched has, in start order.
-NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "serviceaccount",
-         "resourcequota"]
+NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "cronjob",
+         "ttl-after-finished", "pod-garbage-collector", "serviceaccount", "resourcequota"]
 ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
 
@@ -114,6 +117,9 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
                                          ("garbage-collector", GarbageCollector),
                                          ("namespace", NamespaceController),
                                          ("job", JobController),
+                                         ("cronjob", CronJobController),
+                                         ("ttl-after-finished", TTLAfterFinishedController),
+                                         ("pod-garbage-collector", PodGCController),
                                          ("serviceaccount", ServiceAccountsController),
                                          ("resourcequota", ResourceQuotaController)]
 

@@ -23,12 +23,15 @@ from typing import Any
 from ksched.client.informer import InformerFactory
 from ksched.clock import Clock
 from ksched.controllers.controller import Controller
+from ksched.controllers.cronjob import CronJobController
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
+from ksched.controllers.podgc import PodGCController
+from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
 __all__ = ["CONTROLLERS", "ControllerManager", "select_controllers"]
@@ -37,7 +40,8 @@ log = logging.getLogger(__name__)
 
 # Upstream's names, in the order they are started.
 CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
-    PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController, JobController)}
+    PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController, JobController,
+    CronJobController, TTLAfterFinishedController, PodGCController)}
 CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
 
 
