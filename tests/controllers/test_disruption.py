@@ -86,3 +86,30 @@ def test_compute_pdb_status_keeps_recent_disruptions(clock: VirtualClock) -> Non
     assert st["disruptedPods"] == {"a": format_time(now - 10)}
     st = compute_pdb_status(b, pods, now + DISRUPTED_POD_TIMEOUT, {"a": now - 10})
     assert st["currentHealthy"] == 2 and st["disruptedPods"] == {}
+
+
+def test_the_disruption_allowed_condition_is_a_full_metav1_condition(store: Store, clock: VirtualClock) -> None:
+    """As SetStatusCondition writes it: a message (empty), the observed generation, and a
+    transition time that changes only when the status does (the official client refuses a
+    condition without them)."""
+    running(store, "a", {"app": "web"})
+    running(store, "b", {"app": "web"})
+    store.create(mkpdb("web", WEB, minAvailable=2))
+    (cond,) = pdb(store).raw["status"]["conditions"]
+    assert cond == {"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods", "message": "",
+                    "observedGeneration": 1, "lastTransitionTime": format_time(clock.now())}
+    clock.advance(60)
+    running(store, "c", {"app": "web"})  # one disruption allowed now
+    (cond,) = pdb(store).raw["status"]["conditions"]
+    assert (cond["status"], cond["reason"], cond["lastTransitionTime"]) == \
+        ("True", "SufficientPods", format_time(clock.now()))
+    started = cond["lastTransitionTime"]
+    clock.advance(60)
+    running(store, "d", {"app": "web"})  # still allowed: the time stays
+    assert pdb(store).raw["status"]["conditions"][0]["lastTransitionTime"] == started
+    clock.advance(60)
+    store.evict("default", "a")
+    store.evict("default", "b")  # the last disruption allowed
+    (cond,) = pdb(store).raw["status"]["conditions"]
+    assert (cond["status"], cond["reason"], cond["lastTransitionTime"]) == \
+        ("False", "InsufficientPods", format_time(clock.now()))

@@ -7,7 +7,28 @@ from typing import Any, ClassVar
 from ksched.api.labels import LabelSelector
 from ksched.api.meta import KubeObject
 
-__all__ = ["PodDisruptionBudget"]
+__all__ = ["PodDisruptionBudget", "set_disruption_allowed_condition"]
+
+
+def set_disruption_allowed_condition(status: dict[str, Any], now: str) -> None:
+    """pdbhelper.UpdateDisruptionAllowedCondition with apimeta.SetStatusCondition: the
+    ``DisruptionAllowed`` condition (SufficientPods / InsufficientPods) as a full
+    metav1.Condition -- message, observedGeneration and a lastTransitionTime that changes only
+    with the status (``now``: RFC 3339)."""
+    allowed = int(status.get("disruptionsAllowed") or 0) > 0
+    want = {"type": "DisruptionAllowed", "status": "True" if allowed else "False",
+            "reason": "SufficientPods" if allowed else "InsufficientPods", "message": "",
+            "observedGeneration": int(status.get("observedGeneration") or 0)}
+    conds = [dict(c) for c in status.get("conditions") or ()]
+    for c in conds:
+        if c.get("type") == "DisruptionAllowed":
+            if c.get("status") != want["status"] or not c.get("lastTransitionTime"):
+                c["lastTransitionTime"] = now
+            c.update(want)
+            break
+    else:
+        conds.append({**want, "lastTransitionTime": now})
+    status["conditions"] = conds
 
 
 class PodDisruptionBudget(KubeObject):

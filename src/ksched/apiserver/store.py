@@ -60,7 +60,7 @@ from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject, format_time
 from ksched.api.namespace import Namespace
 from ksched.api.node import Node
-from ksched.api.pdb import PodDisruptionBudget
+from ksched.api.pdb import PodDisruptionBudget, set_disruption_allowed_condition
 from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass, system_priority_classes
 from ksched.api.resourcequota import ResourceQuota
@@ -959,6 +959,8 @@ class Store:
                     status["disruptionsAllowed"] = pdb.disruptions_allowed - 1
                     status["disruptedPods"] = {**(status.get("disruptedPods") or {}),
                                                pod.name: format_time(self.now())}
+                    if status["disruptionsAllowed"] == 0:
+                        set_disruption_allowed_condition(status, format_time(self.now()))
                     self._write_status(PodDisruptionBudget, pdb, status)
             obj = self._delete_unlocked(Pod, pod, DeleteOptions(grace_period_seconds))
         self._written()

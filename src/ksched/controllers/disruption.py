@@ -1,7 +1,8 @@
 """The disruption controller: keeps every PodDisruptionBudget's status current as its pods
 come, go and turn ready (upstream's ``pkg/controller/disruption/disruption.go``): expected
 pods, healthy pods (ready, not terminating, not recently disrupted), desired healthy,
-disruptions allowed and the ``DisruptionAllowed`` condition.
+disruptions allowed and the ``DisruptionAllowed`` condition (a full metav1.Condition: message,
+observedGeneration, lastTransitionTime kept until the status changes).
 
 The ``pods/eviction`` subresource (in the API server) reads that status and charges an
 eviction to it; this controller recomputes it from the pods afterwards.
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ksched.api.meta import format_time, parse_time
-from ksched.api.pdb import PodDisruptionBudget
+from ksched.api.pdb import PodDisruptionBudget, set_disruption_allowed_condition
 from ksched.api.pod import Pod
 from ksched.client.informer import EventHandler, InformerFactory
 from ksched.clock import Clock
@@ -67,19 +68,17 @@ def compute_pdb_status(pdb: PodDisruptionBudget, pods: Iterable[Pod], now: float
     else:
         desired = 0
     allowed = max(0, healthy - desired)
-    return {
+    status = {
         "observedGeneration": pdb.generation,
         "disruptionsAllowed": allowed,
         "currentHealthy": healthy,
         "desiredHealthy": desired,
         "expectedPods": expected,
         "disruptedPods": {k: format_time(v) for k, v in still_disrupted.items()},
-        "conditions": [{
-            "type": "DisruptionAllowed",
-            "status": "True" if allowed > 0 else "False",
-            "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-        }],
+        "conditions": (pdb.raw.get("status") or {}).get("conditions") or [],
     }
+    set_disruption_allowed_condition(status, format_time(now))
+    return status
 
 
 class DisruptionController(Controller):
