@@ -36,7 +36,7 @@ from ksched.api.errors import (
 from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
-from ksched.apiserver import auth, discovery
+from ksched.apiserver import auth, discovery, protobuf
 from ksched.apiserver.deletion import DeleteOptions
 from ksched.apiserver.fieldvalidation import (
     FieldValidator,
@@ -349,6 +349,8 @@ class ApiServer:
         if not raw:
             return None
         ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        if ctype == protobuf.CONTENT_TYPE:
+            return protobuf.decode_object(raw)  # client-go's typed clients (kubectl create job, run, ...)
         try:
             if ctype in ("application/yaml", "application/apply-patch+yaml"):
                 import yaml
