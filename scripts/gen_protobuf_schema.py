@@ -1,11 +1,11 @@
 """Writes src/ksched/apiserver/protobuf_schema.py: the field numbers, names and types of the
 Kubernetes protobuf messages that ``ksched.apiserver.protobuf`` decodes (the objects kubectl's
-typed clients send: namespaces, pods, jobs, cron jobs, and everything they contain), read from
+typed clients send: namespaces, pods, jobs, cron jobs, evictions and everything they contain), read from
 the ``generated.proto`` files of k8s.io/api and k8s.io/apimachinery.
 
     python scripts/gen_protobuf_schema.py API_DIR APIMACHINERY_DIR > src/ksched/apiserver/protobuf_schema.py
 
-API_DIR holds core/v1/generated.proto and batch/v1/generated.proto (a k8s.io/api checkout),
+API_DIR holds core/v1, batch/v1 and policy/v1 (a k8s.io/api checkout),
 APIMACHINERY_DIR holds pkg/... (a k8s.io/apimachinery checkout). The types.go beside each
 generated.proto tells which fields are embedded Go structs (``json:""``): their fields are inlined
 in the JSON form, marked ``inline`` in the schema.
@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 ROOTS = ("k8s.io.api.core.v1.Namespace", "k8s.io.api.core.v1.Pod", "k8s.io.api.batch.v1.Job",
-         "k8s.io.api.batch.v1.CronJob")
+         "k8s.io.api.batch.v1.CronJob", "k8s.io.api.policy.v1.Eviction")
 FILES = {
-    "api": ("core/v1", "batch/v1"),
+    "api": ("core/v1", "batch/v1", "policy/v1"),
     "apimachinery": ("pkg/api/resource", "pkg/apis/meta/v1", "pkg/runtime", "pkg/util/intstr"),
 }
 SCALARS = {"string": "s", "bool": "b", "bytes": "y", "int32": "i", "int64": "i", "uint32": "i", "uint64": "i",

@@ -105,3 +105,12 @@ def test_an_unknown_field_is_refused_not_dropped() -> None:
 def test_malformed_bodies(body: bytes) -> None:
     with pytest.raises((BadRequest, UnsupportedMediaType)):
         decode_object(body)
+
+
+def test_an_eviction_keeps_a_zero_grace_period() -> None:
+    """kubectl drain's evictions: gracePeriodSeconds and orphanDependents are pointers."""
+    body = envelope("policy/v1", "Eviction", f(1, f(1, "web-0") + f(3, "default"))
+                    + f(2, f(1, 0) + f(3, False) + f(4, "")))
+    assert decode_object(body) == {"apiVersion": "policy/v1", "kind": "Eviction",
+                                   "metadata": {"name": "web-0", "namespace": "default"},
+                                   "deleteOptions": {"gracePeriodSeconds": 0, "orphanDependents": False}}

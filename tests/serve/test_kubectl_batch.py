@@ -1,8 +1,8 @@
 """kubectl (and the official Python client) against ``ksched serve`` with its scheduler, simulated
 kubelets and controllers, on the wall clock: ``kubectl create job`` / ``create cronjob`` /
 ``create job --from=cronjob``, ``kubectl get jobs``, ``kubectl wait --for=condition=complete``,
-``kubectl delete --cascade=background|foreground|orphan``, ``kubectl delete namespace`` and the
-namespaces that may not be deleted; ``kubernetes.client`` reading a PodDisruptionBudget, a Job
+``kubectl delete --cascade=background|foreground|orphan``, ``kubectl drain`` (not waiting for grace
+periods), ``kubectl delete namespace`` and the namespaces that may not be deleted; ``kubernetes.client`` reading a PodDisruptionBudget, a Job
 and a CronJob."""
 
 from __future__ import annotations
@@ -176,6 +176,23 @@ def test_a_bad_schedule_is_refused(k: Kubectl, ns: str) -> None:
     assert cp.returncode == 1
     assert cp.stderr.strip() == ('error: failed to create cronjob: CronJob "bad" is invalid: spec.schedule: '
                                  'Invalid value: "61 * * * *": end of range (61) above maximum (59): 61')
+
+
+def test_kubectl_drain_does_not_wait_for_the_grace_period(k: Kubectl, ns: str) -> None:
+    """The simulated kubelet stops a deleted pod's containers in about a second (as a process
+    exiting on SIGTERM), not at the end of its 30 s grace period."""
+    k.run("apply", "-f", "-", stdin=yaml.safe_dump(node("drainme", labels={"pool": "drain"})))
+    manifest = yaml.safe_load(job_manifest("j", ns, run=None, parallelism=2, completions=2))
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "drain"}
+    k.run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+    wait_until(running(k, ns, "j", 2), "two running pods on the node")
+    started = time.monotonic()
+    out = k.out("drain", "drainme", "--timeout=60s")
+    took = time.monotonic() - started
+    assert "node/drainme cordoned" in out and "node/drainme drained" in out
+    assert took < 15, f"drain took {took:.1f}s"
+    assert all(p["spec"].get("nodeName") != "drainme" or p["status"]["phase"] != "Running"
+               for p in pods_of(k, ns, "j"))
 
 
 # ---------------------------------------------------------------- namespaces

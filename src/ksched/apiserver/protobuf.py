@@ -1,6 +1,7 @@
 """Request bodies in Kubernetes' protobuf encoding (``application/vnd.kubernetes.protobuf``), as
 client-go's typed clients send them -- ``kubectl create namespace|job|cronjob``, ``kubectl run``,
-``kubectl create job --from=cronjob/...`` -- read into the JSON form the store keeps.
+``kubectl create job --from=cronjob/...``, the evictions of ``kubectl drain`` -- read into the JSON
+form the store keeps.
 
 The wire format is the API server's (``k8s.io/apimachinery/pkg/runtime/serializer/protobuf``): the
 magic ``k8s\\x00``, then a ``runtime.Unknown`` whose TypeMeta names the kind and whose raw bytes
@@ -48,6 +49,7 @@ KINDS = {
     ("v1", "Pod"): "k8s.io.api.core.v1.Pod",
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
     ("batch/v1", "CronJob"): "k8s.io.api.batch.v1.CronJob",
+    ("policy/v1", "Eviction"): "k8s.io.api.policy.v1.Eviction",
 }
 
 # Fields that are Go pointers: a zero value on the wire was set by the client and is kept.
@@ -58,7 +60,8 @@ _KEEP_ZERO = frozenset((
     "failedJobsHistoryLimit", "runAsUser", "runAsGroup", "fsGroup", "defaultMode", "mode", "expirationSeconds",
     "automountServiceAccountToken", "enableServiceLinks", "hostUsers", "setHostnameAsFQDN",
     "shareProcessNamespace", "allowPrivilegeEscalation", "privileged", "readOnlyRootFilesystem", "runAsNonRoot",
-    "suspend", "manualSelector", "controller", "blockOwnerDeletion", "optional",
+    "suspend", "manualSelector", "controller", "blockOwnerDeletion", "optional", "gracePeriodSeconds",
+    "orphanDependents",
 ))
 
 

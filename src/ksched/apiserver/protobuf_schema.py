@@ -1006,8 +1006,20 @@ SCHEMA: dict[str, dict[int, tuple[str, object, bool]]] = {
         3: ('runAsUserName', 's', False),
         4: ('hostProcess', 'b', False),
     },
+    'k8s.io.api.policy.v1.Eviction': {
+        1: ('metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', False),
+        2: ('deleteOptions', 'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions', False),
+    },
     'k8s.io.apimachinery.pkg.api.resource.Quantity': {
         1: ('string', 's', False),
+    },
+    'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions': {
+        1: ('gracePeriodSeconds', 'i', False),
+        2: ('preconditions', 'k8s.io.apimachinery.pkg.apis.meta.v1.Preconditions', False),
+        3: ('orphanDependents', 'b', False),
+        4: ('propagationPolicy', 's', False),
+        5: ('dryRun', 's', True),
+        6: ('ignoreStoreReadErrorWithClusterBreakingPotential', 'b', False),
     },
     'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1': {
         1: ('Raw', 'y', False),
@@ -1054,6 +1066,10 @@ SCHEMA: dict[str, dict[int, tuple[str, object, bool]]] = {
         5: ('apiVersion', 's', False),
         6: ('controller', 'b', False),
         7: ('blockOwnerDeletion', 'b', False),
+    },
+    'k8s.io.apimachinery.pkg.apis.meta.v1.Preconditions': {
+        1: ('uid', 's', False),
+        2: ('resourceVersion', 's', False),
     },
     'k8s.io.apimachinery.pkg.apis.meta.v1.Time': {
         1: ('seconds', 'i', False),
