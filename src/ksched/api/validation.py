@@ -1156,7 +1156,9 @@ def _job(v: _V, raw: dict[str, Any]) -> None:
     _job_spec(v, sp, spec)
     sel = spec.get("selector")
     if sel is None:
-        v.required(sp.child("selector"))
+        # Without manualSelector the API server generates it (a manifest has none yet).
+        if spec.get("manualSelector"):
+            v.required(sp.child("selector"))
         return
     _label_selector(v, sp.child("selector"), sel)
     tpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}

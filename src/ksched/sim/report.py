@@ -1,11 +1,13 @@
 """What a simulation reports: per pod (node or why it is pending), per node (allocatable and
-requested), a summary; as JSON, as rich tables, and as a Markdown report with a utilization plot."""
+requested), per Job and CronJob (when there are any), a summary; as JSON, as rich tables, and as a
+Markdown report with a utilization plot."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from ksched.api.batch import CronJob, Job
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.quantity import format_bytes, format_milli, format_value
@@ -72,6 +74,34 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
     return entry
 
 
+def _job_entry(job: Job) -> dict[str, Any]:
+    st = job.raw.get("status") or {}
+    done = job.finished_condition()
+    return {"namespace": job.namespace, "name": job.name, "completions": job.completions,
+            "parallelism": job.parallelism, "active": job.active, "succeeded": job.succeeded, "failed": job.failed,
+            "condition": done.get("type") if done else None, "reason": done.get("reason") if done else None,
+            "startTime": st.get("startTime"), "completionTime": st.get("completionTime")}
+
+
+def _cronjob_entry(cj: CronJob) -> dict[str, Any]:
+    st = cj.raw.get("status") or {}
+    return {"namespace": cj.namespace, "name": cj.name, "schedule": cj.schedule,
+            "active": [r.get("name") for r in cj.active], "lastScheduleTime": st.get("lastScheduleTime"),
+            "lastSuccessfulTime": st.get("lastSuccessfulTime")}
+
+
+def _batch_entries(sim: Simulation) -> dict[str, Any]:
+    jobs = sorted((j for j in sim.store.items("Job") if isinstance(j, Job)), key=lambda j: (j.namespace, j.name))
+    cjs = sorted((c for c in sim.store.items("CronJob") if isinstance(c, CronJob)),
+                 key=lambda c: (c.namespace, c.name))
+    out: dict[str, Any] = {}
+    if jobs:
+        out["jobs"] = [_job_entry(j) for j in jobs]
+    if cjs:
+        out["cronjobs"] = [_cronjob_entry(c) for c in cjs]
+    return out
+
+
 def build_report(sim: Simulation, result: SimulationResult, explain: bool = False) -> dict[str, Any]:
     pods = sorted((p for p in sim.store.items("Pod") if isinstance(p, Pod)), key=lambda p: (p.namespace, p.name))
     nodes = sorted((n for n in sim.store.items("Node") if isinstance(n, Node)), key=lambda n: n.name)
@@ -85,6 +115,7 @@ def build_report(sim: Simulation, result: SimulationResult, explain: bool = Fals
     return {
         "pods": pod_entries,
         "nodes": node_entries,
+        **_batch_entries(sim),
         "summary": {"pods": len(pods), "scheduled": scheduled, "unschedulable": unschedulable,
                     "pending": len(pods) - scheduled, "seconds": round(result.virtual_seconds, 3)},
     }
@@ -124,6 +155,15 @@ def render_table(console: Any, sim: Simulation, report: dict[str, Any], explain_
                       f"({_pct(req.get('memory', 0), a.get('memory', 0))})",
                       f"{e['requested'].get('pods', '0')}/{e['allocatable'].get('pods', '0')}", other)
     console.print(nodes)
+    if report.get("jobs"):
+        jobs = Table(title="Jobs")
+        for col in ("JOB", "COMPLETIONS", "ACTIVE", "FAILED", "STATUS"):
+            jobs.add_column(col)
+        for j in report["jobs"]:
+            jobs.add_row(f"{j['namespace']}/{j['name']}", f"{j['succeeded']}/{j['completions'] or 1}",
+                         str(j["active"]), str(j["failed"]),
+                         f"{j['condition']} ({j['reason']})" if j["condition"] else "Running")
+        console.print(jobs)
     s = report["summary"]
     console.print(f"[bold]{s['pods']} pods[/]: {s['scheduled']} scheduled, {s['unschedulable']} unschedulable, "
                   f"{s['pending'] - s['unschedulable']} otherwise pending; {s['seconds']} s of simulated time")
