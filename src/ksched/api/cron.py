@@ -177,6 +177,14 @@ def _add_days(t: datetime, days: int) -> datetime:
     return _go_date(d.year, d.month, d.day, t.hour, t.minute, t.second, t.tzinfo or UTC)
 
 
+def _steps_to(bits: int, value: int, size: int) -> int:
+    """Steps from ``value`` to the next value whose bit is set, or to the wrap at ``size``."""
+    for v in range(value + 1, size):
+        if (1 << v) & bits:
+            return v - value
+    return size - value
+
+
 def _weekday(t: datetime) -> int:
     """Go's Weekday: Sunday is 0."""
     return (t.weekday() + 1) % 7
@@ -258,7 +266,9 @@ class SpecSchedule(Schedule):
                 if not added:
                     added = True
                     cur = cur.replace(second=0)
-                cur = _add(cur, 60)
+                # One minute at a time, as robfig; in UTC straight to the next matching minute
+                # (or to the wrap), which is the same instant.
+                cur = _add(cur, 60 * (_steps_to(self.minute, cur.minute, 60) if loc is UTC else 1))
                 if cur.minute == 0:
                     wrapped = True
                     break
@@ -267,7 +277,7 @@ class SpecSchedule(Schedule):
             while (1 << cur.second) & self.second == 0:
                 if not added:
                     added = True
-                cur = _add(cur, 1)
+                cur = _add(cur, _steps_to(self.second, cur.second, 60) if loc is UTC else 1)
                 if cur.second == 0:
                     wrapped = True
                     break
