@@ -19,6 +19,7 @@ from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.persistence import SqlitePersistence
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
+from ksched.sim.cluster import EmbeddedCluster
 
 SCHEMA = {"openAPIV3Schema": {"type": "object", "properties": {
     "spec": {"type": "object", "required": ["size"], "properties": {
@@ -155,14 +156,21 @@ def test_custom_kinds_belong_to_their_store() -> None:
         b.list("Widget")
 
 
-def test_namespace_deletion_removes_custom_objects(store: Store) -> None:
+def test_namespace_deletion_removes_custom_objects() -> None:
+    """The namespace controller deletes custom objects too (it asks the client's scheme, as
+    upstream asks discovery)."""
+    cluster = EmbeddedCluster(VirtualClock())
+    store = cluster.store
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
     store.create(crd())
     raw = widget(size=1)
     raw["metadata"]["namespace"] = "team"
     store.create(raw)
     store.delete("Namespace", "", "team")
+    cluster.clock.advance(10)  # the controller's grace period before deleting content
+    cluster.controllers.settle()
     assert store.list("Widget")[0] == []
+    assert store.try_get("Namespace", "", "team") is None
 
 
 def test_persistence_restores_crds_and_their_objects(tmp_path: Path) -> None:

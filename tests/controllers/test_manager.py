@@ -24,9 +24,9 @@ from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
 from ksched.controllers.namespace import NamespaceController
+from ksched.controllers.podgc import PodGCController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
-from ksched.controllers.podgc import PodGCController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 

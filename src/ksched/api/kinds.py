@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.batch import CronJob, Job
 from ksched.api.config import ConfigMap, Secret
 from ksched.api.endpointslice import EndpointSlice
-from ksched.api.batch import CronJob, Job
 from ksched.api.event import Event
 from ksched.api.lease import Lease
 from ksched.api.limitrange import LimitRange

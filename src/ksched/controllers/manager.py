@@ -25,12 +25,12 @@ from ksched.clock import Clock
 from ksched.controllers.controller import Controller
 from ksched.controllers.cronjob import CronJobController
 from ksched.controllers.disruption import DisruptionController
-from ksched.controllers.resourcequota import ResourceQuotaController
-from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.podgc import PodGCController
+from ksched.controllers.resourcequota import ResourceQuotaController
+from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 

@@ -151,6 +151,17 @@ class NamespaceController(Controller):
 
     # ---------------------------------------------------------------- content
 
+    def _namespaced_kinds(self) -> list[type[KubeObject]]:
+        """Every kind the API serves, custom kinds of established CRDs included (upstream asks
+        discovery): the client's scheme where it has one (refreshed from the CRDs over REST)."""
+        scheme = getattr(self.client, "scheme", None)
+        if scheme is None:
+            return list(KINDS.values())
+        refresh = getattr(self.client, "discover_custom_kinds", None)
+        if refresh is not None:
+            refresh()
+        return list(scheme.classes())
+
     def _delete_all_content(self, ns: KubeObject) -> int:
         """deleteAllContent: the estimate in seconds (0: everything is gone). Raises an ApiError
         (retried with backoff) when something could not be deleted."""
@@ -159,7 +170,7 @@ class NamespaceController(Controller):
         remaining: dict[tuple[str, str, str], int] = {}
         finalizers: dict[str, int] = {}
         deleted_at = ns.deletion_timestamp or self.clock.now()
-        for cls in KINDS.values():
+        for cls in self._namespaced_kinds():
             if not cls.NAMESPACED:
                 continue
             try:
