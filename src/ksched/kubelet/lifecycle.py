@@ -1,0 +1,65 @@
+"""The kubelet's pod admission contract (``pkg/kubelet/lifecycle/interfaces.go``): before a
+simulated node starts a pod bound to it, each admit handler of that node is asked in turn
+whether the pod may run there beside the pods already admitted; the first refusal wins and
+the pod ends ``Failed`` with the handler's reason and message (as the kubelet's
+``rejectPod``).
+
+Handlers are plain objects with an ``admit`` method; the node's resource fit check, eviction
+manager, CPU/topology/device managers each provide one. ``PodAdmitHandlers`` runs them in
+registration order, as upstream's ``handlers.go`` loop does.
+
+Divergences: upstream passes the handlers' results through the kubelet's status manager and
+event recorder; here the caller writes the pod's status and events from the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ksched.api.pod import Pod
+
+__all__ = ["PodAdmitAttributes", "PodAdmitHandler", "PodAdmitHandlers", "PodAdmitResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class PodAdmitAttributes:
+    """The pod asking to run, and the pods the node already runs (admitted, not terminated)."""
+
+    pod: Pod
+    other_pods: tuple[Pod, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAdmitResult:
+    """``admit`` False carries a one-word CamelCase ``reason`` (``OutOfcpu``,
+    ``TopologyAffinityError``, ``Evicted``...) and a human ``message``."""
+
+    admit: bool = True
+    reason: str = ""
+    message: str = ""
+
+
+ADMITTED = PodAdmitResult()
+
+
+@runtime_checkable
+class PodAdmitHandler(Protocol):
+    def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult: ...
+
+
+@dataclass
+class PodAdmitHandlers:
+    """The handlers of one node, asked in order; the first refusal is the answer."""
+
+    handlers: list[PodAdmitHandler] = field(default_factory=list)
+
+    def add(self, handler: PodAdmitHandler) -> None:
+        self.handlers.append(handler)
+
+    def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
+        for handler in self.handlers:
+            result = handler.admit(attrs)
+            if not result.admit:
+                return result
+        return ADMITTED
