@@ -21,7 +21,7 @@ DEFINED_IN = {
          "ScorePlugin", "ScoreExtensions", "ReservePlugin", "PermitPlugin", "PreBindPlugin", "BindPlugin",
          "PostBindPlugin", "EnqueueExtensions", "Handle", "MAX_NODE_SCORE", "MIN_NODE_SCORE",
          "VectorizedFilter", "VectorizedScore", "RowLocal", "VectorizedFilterStatuses",
-         "ExplainedPostFilter", "FastPath"],
+         "ExplainedPostFilter", "FastPath", "SignPlugin", "SignFragment"],
         "ksched.scheduler.framework.interface"),
     "Snapshot": "ksched.scheduler.cache.snapshot",
     **dict.fromkeys(["Status", "Code", "Diagnosis"], "ksched.scheduler.framework.status"),

@@ -9,10 +9,11 @@ where they live (``ksched.scheduler.framework.interface``, ``.status``, ``.cycle
 ``.types``, ``.events``, ``ksched.scheduler.cache.snapshot`` and ``ksched.api``). Import from
 here: those modules may be reorganized, these names stay.
 
-The extension points (``FilterPlugin``, ``ScorePlugin``, ...), ``EnqueueExtensions`` and the
+The extension points (``FilterPlugin``, ``ScorePlugin``, ...), ``EnqueueExtensions``, the
 fast-path contract (``VectorizedFilter``, ``VectorizedScore``, ``RowLocal``,
-``VectorizedFilterStatuses``, ``ScoreExtensions``, ``ExplainedPostFilter``) are classes a
-plugin derives from; see ``docs/writing-plugins.md``. For example::
+``VectorizedFilterStatuses``, ``ScoreExtensions``, ``ExplainedPostFilter``) and pod signatures
+(``SignPlugin``, with ``SignFragment``) are classes a plugin derives from; see
+``docs/writing-plugins.md``. For example::
 
     from ksched.plugins import Code, CycleState, FilterPlugin, NodeInfo, Pod, Status
 
@@ -63,6 +64,8 @@ from ksched.scheduler.framework.interface import (
     RowLocal,
     ScoreExtensions,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
     VectorizedFilterStatuses,
     VectorizedScore,
@@ -101,6 +104,9 @@ __all__ = [
     "ExplainedPostFilter",
     "FastPath",
     "Snapshot",
+    # Pod signatures (opportunistic batching).
+    "SignPlugin",
+    "SignFragment",
     # Statuses.
     "Status",
     "Code",

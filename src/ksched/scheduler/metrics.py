@@ -8,6 +8,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 __all__ = ["SchedulerMetrics"]
 
 _LATENCY_BUCKETS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10)
+# Upstream's ExponentialBuckets(0.00001, 2, 12): 10 us to about 20 ms.
+_BATCH_BUCKETS = tuple(0.00001 * 2**i for i in range(12))
 
 
 class SchedulerMetrics:
@@ -27,6 +29,20 @@ class SchedulerMetrics:
         self.preemption_victims = Histogram(
             "scheduler_preemption_victims", "Number of selected preemption victims.",
             buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)
+        # Opportunistic batching (framework/batch.py), as upstream's.
+        self.batch_attempts = Counter(
+            "scheduler_batch_attempts", "Results of the attempts to use batching: no_hint, hint_used, hint_not_used.",
+            ["profile", "result"], registry=r)
+        self.batch_cache_flushed = Counter(
+            "scheduler_batch_cache_flushed", "Times the batch state was found unusable, by the reason.",
+            ["profile", "reason"], registry=r)
+        self.get_node_hint_duration = Histogram(
+            "scheduler_get_node_hint_duration_seconds", "Time taken to work out a batching hint, in seconds.",
+            ["hinted", "profile"], buckets=_BATCH_BUCKETS, registry=r)
+        self.store_schedule_results_duration = Histogram(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Time taken to keep a scheduling decision's results for batching, in seconds.",
+            ["profile"], buckets=_BATCH_BUCKETS, registry=r)
         self.binding_conflicts = Counter(
             "ksched_binding_conflicts", "Bindings refused by the API server's conflict resolver.", registry=r)
         self.binding_errors = Counter(

@@ -31,9 +31,17 @@ from ksched.scheduler.cache.cache import Cache, CacheError
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.explanation import Explanation
 from ksched.scheduler.feasible_nodes import FeasibleNodeFinder, FilterError
+from ksched.scheduler.framework.batch import (
+    FLUSH_CLUSTER_CHANGED,
+    FLUSH_NOT_ALL_NODES_EVALUATED,
+    LazySignature,
+    NodeHint,
+    OpportunisticBatch,
+    ScoredNodes,
+)
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ASSIGNED_POD_DELETE
-from ksched.scheduler.framework.interface import ExplainedPostFilter, PostFilterResult
+from ksched.scheduler.framework.interface import ExplainedPostFilter, PostFilterResult, ScorePluginForm
 from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, fit_error_message
 from ksched.scheduler.framework.types import PodInfo, QueuedPodInfo
@@ -117,19 +125,37 @@ def pod_with_node(pod: Pod, node_name: str) -> Pod:
     return p
 
 
+@dataclass(slots=True)
+class _BatchCycle:
+    """One cycle's dealings with its profile's opportunistic batch (framework/batch.py)."""
+
+    batch: OpportunisticBatch
+    cycle: int
+    signature: LazySignature
+    hint: NodeHint | None = None
+    hint_used: bool = False
+    # The cycle's Filter walk, if it made one: the candidate rows before rotation, whether every
+    # one was processed, the PreFilter result's node names (None: all nodes).
+    walk: tuple[np.ndarray, bool, frozenset[str] | None] | None = None
+
+
 class Algorithm:
     """schedulePod: PreFilter, Filter, PreScore, Score, select host. Keeps the rotating start
-    index between cycles."""
+    index between cycles, and asks the profile's opportunistic batch for a hint (given a
+    ``cycle``: the scheduling cycle's number)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.next_start_node_index = 0
+        self._batching: _BatchCycle | None = None
 
     def schedule_pod(self, fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot,
-                     explain: Explanation | None = None) -> ScheduleResult:
+                     explain: Explanation | None = None, cycle: int | None = None) -> ScheduleResult:
         num_all = snapshot.num_nodes
         if num_all == 0:
             raise NoNodesAvailable()
+        bc = self._batching = _BatchCycle(fw.batch, cycle, LazySignature(fw, pod)) \
+            if cycle is not None and fw.batching else None
         feasible_rows, diagnosis = self.find_nodes_that_fit_pod(fw, state, pod, snapshot, explain)
         if len(feasible_rows) == 0:
             raise FitError(pod.key, num_all, diagnosis)
@@ -138,19 +164,46 @@ class Algorithm:
             host = infos[int(feasible_rows[0])].name  # type: ignore[union-attr]
             if explain is not None:
                 explain.selected = host
-            return ScheduleResult(host, self._evaluated, 1)
+            feasible = 1
+            if bc is not None:
+                hinted = bc.hint.name if bc.hint is not None else ""
+                bc.batch.store_schedule_results(bc.signature, hinted, host, None, 0, bc.cycle, snapshot)
+                if bc.hint_used and bc.hint is not None:
+                    feasible = bc.hint.feasible  # as many as the unbatched cycle would have found
+            return ScheduleResult(host, self._evaluated, feasible)
         nodes = snapshot.node_list(feasible_rows)
         st = fw.run_pre_score(state, pod, nodes)
         if st is not None:
             raise SchedulingError(st)
         record: dict[str, Any] | None = {} if explain is not None else None
-        totals, st = fw.run_score(state, pod, snapshot, nodes, record)
+        keep: list[tuple[ScorePluginForm, np.ndarray, np.ndarray]] | None = None
+        ksched_reason = ""
+        if bc is not None:
+            ksched_reason = self._unbatchable(bc, fw, pod)
+            if not ksched_reason and fw.signatures_enabled:
+                keep = []
+        totals, st = fw.run_score(state, pod, snapshot, nodes, record, keep)
         if st is not None:
             raise SchedulingError(st)
         best = int(totals.max())
         ties = np.flatnonzero(totals == best)
         pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
         host = infos[int(feasible_rows[pick])].name  # type: ignore[union-attr]
+        if bc is not None:
+            others: ScoredNodes | None = None
+            if keep is not None and bc.walk is not None:
+                cand = bc.walk[0]
+                inv = np.zeros(len(infos), dtype=np.int64)
+                inv[cand] = np.arange(len(cand), dtype=np.int64)
+                base = totals.copy()
+                for _, _, weighted in keep:
+                    base -= weighted
+                others = ScoredNodes(feasible_rows.copy(), inv[feasible_rows], base,
+                                     [(f, raw) for f, raw, _ in keep], state, len(cand))
+                others.remove_at(pick)
+            hinted = bc.hint.name if bc.hint is not None else ""
+            bc.batch.store_schedule_results(bc.signature, hinted, host, others, len(feasible_rows) - 1, bc.cycle,
+                                            snapshot, bc.walk[2] if bc.walk is not None else None, ksched_reason)
         if explain is not None and record is not None:
             names = nodes.names
             for i, name in enumerate(names):
@@ -162,6 +215,20 @@ class Algorithm:
                 explain.scores[name] = entry
             explain.selected = host
         return ScheduleResult(host, self._evaluated, len(feasible_rows))
+
+    @staticmethod
+    def _unbatchable(bc: _BatchCycle, fw: Framework, pod: Pod) -> str:
+        """Why this cycle's scored nodes cannot serve the next pod exactly (ksched's conditions,
+        framework/batch.py); "" if they can."""
+        if bc.walk is None or not bc.walk[1]:
+            return FLUSH_NOT_ALL_NODES_EVALUATED
+        uid = pod.uid or pod.key
+        nom = fw.nominator
+        if nom is not None:
+            for nn in nom.node_names():
+                if any((pi.pod.uid or pi.pod.key) != uid for pi in nom.pods_for_node(nn)):
+                    return FLUSH_CLUSTER_CHANGED  # nominated pods change what later pods see
+        return ""
 
     def find_nodes_that_fit_pod(self, fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot,
                                 explain: Explanation | None) -> tuple[np.ndarray, Diagnosis]:
@@ -182,6 +249,21 @@ class Algorithm:
                 for name in all_nodes.names:
                     explain.filters[name] = {"plugin": st.plugin, "code": str(st.code), "reason": st.message()}
             return snapshot.order[:0], diagnosis
+        rows = snapshot.order
+        keep: frozenset[str] | None = None
+        if pre_res is not None and pre_res.node_names is not None:
+            keep = frozenset(pre_res.node_names)
+            rows = np.asarray([r for r in rows.tolist() if snapshot.infos[r].name in keep],  # type: ignore[union-attr]
+                              dtype=np.int64)
+        n = len(rows)
+        num_all = len(all_nodes)
+        # Opportunistic batching: the node the previous pod's results point to, if any (after
+        # PreFilter, as upstream's GetNodeHint).
+        bc = self._batching
+        hint = None
+        if bc is not None and n:
+            hint = bc.hint = bc.batch.get_node_hint(state, pod, snapshot, bc.cycle, bc.signature, keep, n,
+                                                    self.next_start_node_index % n, self.rng, explain is not None)
         # The nominated node (from a previous preemption) is tried first.
         nn = pod.nominated_node_name
         if nn and fw.filter_plugins:
@@ -195,20 +277,26 @@ class Algorithm:
                     return np.asarray([snapshot.row_of[nn]], dtype=np.int64), diagnosis
                 if st2.code == Code.ERROR:
                     raise SchedulingError(st2)
-        rows = snapshot.order
-        if pre_res is not None and pre_res.node_names is not None:
-            keep = pre_res.node_names
-            rows = np.asarray([r for r in rows.tolist() if snapshot.infos[r].name in keep],  # type: ignore[union-attr]
-                              dtype=np.int64)
+        # The hint is tried the same way. It is what the whole walk below would choose, so the
+        # walk's effects are kept: the start index moves on by every candidate node.
+        if hint is not None and bc is not None:
+            ni = snapshot.infos[hint.row]
+            assert ni is not None
+            if fw.run_filter_plugins_with_nominated_pods(state, pod, ni) is None:
+                bc.hint_used = True
+                self.next_start_node_index = (self.next_start_node_index + n) % num_all
+                self._evaluated = n
+                return np.asarray([hint.row], dtype=np.int64), diagnosis
+            if hint.rng_state is not None:
+                self.rng.setstate(hint.rng_state)  # the walk below draws as if no hint was picked
+        if keep is not None:
             diagnosis.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                              f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
             diagnosis.unschedulable_plugins.update(narrowing)
-        n = len(rows)
         if n == 0:
             return rows, diagnosis
         # As upstream: the nodes are visited from nodes[next % n] (n: the PreFilter subset, if
         # any), and the index then moves on by the nodes processed, modulo all nodes.
-        num_all = len(all_nodes)
         num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
         if not fw.has_score_plugins():
             num_to_find = 1
@@ -228,6 +316,8 @@ class Algorithm:
             raise SchedulingError(e.status) from e
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         self._evaluated = processed
+        if bc is not None:
+            bc.walk = (rows, processed == n, keep)
         return feasible, diagnosis
 
 
@@ -289,7 +379,7 @@ class ScheduleOne:
         state = CycleState()
         explain = Explanation() if self.explain_enabled else None
         try:
-            result = self.algorithm.schedule_pod(fw, state, pod, self.snapshot, explain)
+            result = self.algorithm.schedule_pod(fw, state, pod, self.snapshot, explain, self.queue.scheduling_cycle)
         except FitError as fe:
             # Upstream: clearNominatedNode unless a PostFilter plugin ran (then its result, if any).
             nominating: PostFilterResult | None = None if fw.has_post_filter_plugins() else CLEAR_NOMINATION
@@ -339,6 +429,8 @@ class ScheduleOne:
             self._record_attempt(fw, "error", start)
             self._handle_failure(fw, qpi, Status.as_error(str(e)), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
             return True
+        if fw.batching:
+            fw.batch.pod_assumed(host, self.cache.generation)
         self.queue.nominator.delete(pod)
         st = fw.run_reserve(state, assumed, host)
         if st is not None:

@@ -53,7 +53,8 @@ class Scheduler(ScheduleOne):
                  vectorize: bool = True, registry: Registry | None = None, explain: bool = False,
                  record_events: bool = True, threaded: bool = False, binding_workers: int = 16,
                  pod_filter: Callable[[Pod], bool] | None = None, metrics: SchedulerMetrics | None = None,
-                 node_filter: Callable[[Any], bool] | None = None, record_attempts: bool = False) -> None:
+                 node_filter: Callable[[Any], bool] | None = None, record_attempts: bool = False,
+                 batching: bool = True) -> None:
         self.client = client
         self.config = config or default_configuration()
         self.clock: Clock = clock or RealClock()
@@ -89,7 +90,8 @@ class Scheduler(ScheduleOne):
             fw = Framework(prof, registry, client=client, informers=self.informers, clock=self.clock,
                            event_recorder=self.recorders[prof.scheduler_name], vectorize=vectorize,
                            parallelism=int(self.config.parallelism),
-                           percentage_of_nodes_to_score=int(self.config.percentage_of_nodes_to_score))
+                           percentage_of_nodes_to_score=int(self.config.percentage_of_nodes_to_score),
+                           batching=batching)
             fw.set_snapshot(self.snapshot)
             fw.rng = self.rng
             fw.metrics = self.metrics

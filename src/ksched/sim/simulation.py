@@ -34,7 +34,7 @@ class SimulationResult:
 class Simulation:
     def __init__(self, config: SchedulerConfiguration | None = None, *, seed: int = 0, explain: bool = False,
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
-                 vectorize: bool = True, conflict_resolver: bool = True,
+                 vectorize: bool = True, conflict_resolver: bool = True, batching: bool = True,
                  disable_admission_plugins: Iterable[str] = ()) -> None:
         self.clock = VirtualClock(start)
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
@@ -44,7 +44,7 @@ class Simulation:
         self.informers = InformerFactory(self.client)
         self.scheduler = Scheduler(self.client, config, clock=self.clock, informers=self.informers, seed=seed,
                                    explain=explain, record_events=record_events, vectorize=vectorize,
-                                   record_attempts=True)
+                                   record_attempts=True, batching=batching)
         self.kubelet = FakeKubelet(self.client, self.informers, self.clock) if kubelet else None
         self.last_load = LoadReport()
 

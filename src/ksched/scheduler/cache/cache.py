@@ -219,6 +219,11 @@ class Cache:
         del self.pod_states[key]
         self.assumed.discard(key)
 
+    @property
+    def generation(self) -> int:
+        """Bumped by every change to a node or its pods (a snapshot records the one it reflects)."""
+        return self._generation
+
     def is_assumed(self, pod: Pod) -> bool:
         return _pod_key(pod) in self.assumed
 

@@ -27,6 +27,24 @@ author should check theirs the same way. ``Framework.vectorize = False`` turns e
 path off.
 
 ``ScoreExtensions`` (upstream's name) adds ``normalize_score`` to a Score plugin.
+
+Pod signatures (opportunistic batching)
+---------------------------------------
+:class:`SignPlugin` -- ``sign_pod``: the plugin's part of a pod's scheduling signature
+(upstream's ``SignPlugin``). When every PreFilter, Filter, PreScore and Score plugin of a profile
+signs a pod, pods with equal signatures ask the same question of every node, and the framework
+may reuse the previous pod's scored nodes for the next one (``framework/batch.py``). The promise
+behind a fragment, for two pods whose fragments from this plugin are equal: the same PreFilter
+result and skip decisions, the same Filter verdict and the same raw Score on every node, for the
+same snapshot, nominated pods and cluster objects; and, for a pod it signs, the verdicts and raw
+scores on a node neither change when a pod with the same signature is added to another node nor
+depend on which other nodes are feasible (only NormalizeScore looks across nodes). A plugin whose
+answers for a pod depend on anything else (objects it reads through informers, other nodes'
+pods) refuses that pod: a non-success status, and the pod is not batched. A plugin that does not
+derive from :class:`SignPlugin` makes every pod of its profiles unsignable; nothing else breaks.
+As for the fast paths, a plugin that defines ``sign_pod`` without deriving from the class is
+refused when the profile is built, and a whole-scheduler test proves batching changes no
+placement (``tests/scheduler/test_batching_agrees.py``).
 """
 
 from __future__ import annotations
@@ -74,6 +92,8 @@ __all__ = [
     "ScoreExtensions",
     "ScorePlugin",
     "ScorePluginForm",
+    "SignFragment",
+    "SignPlugin",
     "VectorizedFilter",
     "VectorizedFilterStatuses",
     "VectorizedScore",
@@ -389,6 +409,30 @@ class VectorizedFilterStatuses(ABC):
     @abstractmethod
     def filter_statuses(self, state: CycleState, pod: Pod, snapshot: Snapshot,
                         rows: np.ndarray) -> tuple[np.ndarray, list[Status]] | None:
+        ...
+
+
+class SignFragment(NamedTuple):
+    """One part of a pod's signature: ``key`` names what ``value`` is (a signer name of
+    ``framework/signers.py`` where upstream has one); ``value`` is hashable and compared with
+    ``==``. Plugins that give the same key must give equal values for a pod (else the pod is
+    not signed)."""
+
+    key: str
+    value: Hashable
+
+
+class SignPlugin(ABC):
+    """A PreFilter/Filter/PreScore/Score plugin that can sign pods (see the module docstring).
+
+    ``sign_pod(pod)`` returns ``(fragments, None)`` -- the parts of the pod this plugin's
+    answers depend on, possibly none -- or ``(None, status)`` with a non-success status when it
+    cannot promise that pods with equal fragments get equal answers. It is called once per
+    scheduling cycle, after PreFilter, and must be cheap (cache derived values on the pod with
+    ``pod.cached()``)."""
+
+    @abstractmethod
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         ...
 
 

@@ -1,5 +1,10 @@
 """The framework runtime: one per profile. Instantiates the profile's plugins (multiPoint
-expansion as upstream), and runs each extension point with upstream's contracts."""
+expansion as upstream), and runs each extension point with upstream's contracts. Also signs
+pods (upstream's ``SignPod``) and holds the profile's opportunistic batch (``batch.py``).
+
+Divergences in ``sign_pod``: a plugin that refuses a pod is asked first the next time (the
+refusal decides alone, so the order is invisible), and two plugins giving one signer name
+different values make the pod unsignable (upstream keeps the last)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import numpy as np
 
 from ksched.api.pod import Pod
 from ksched.scheduler.config import EXTENSION_POINTS, Profile
+from ksched.scheduler.framework.batch import OpportunisticBatch, PodSignature
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ClusterEventWithHint
 from ksched.scheduler.framework.interface import (
@@ -39,11 +45,13 @@ from ksched.scheduler.framework.interface import (
     ScoreExtensions,
     ScorePlugin,
     ScorePluginForm,
+    SignPlugin,
     VectorizedFilter,
     VectorizedFilterStatuses,
     VectorizedScore,
 )
 from ksched.scheduler.framework.rowcache import RowResultCache
+from ksched.scheduler.framework.signers import SCHEDULER_NAME_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from ksched.scheduler.plugins.registry import Registry
@@ -78,6 +86,7 @@ _DECLARED_BY: dict[str, type] = {
     "row_local_key": RowLocal,
     "filter_statuses": VectorizedFilterStatuses,
     "normalize_score": ScoreExtensions,
+    "sign_pod": SignPlugin,
 }
 
 
@@ -127,7 +136,7 @@ class Framework:
     def __init__(self, profile: Profile, registry: Registry | None = None, *, client: Any = None,
                  informers: Any = None, clock: Any = None, event_recorder: Any = None,
                  vectorize: bool = True, parallelism: int = 16,
-                 percentage_of_nodes_to_score: int = 0) -> None:
+                 percentage_of_nodes_to_score: int = 0, batching: bool = True) -> None:
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.registry = registry or Registry()
@@ -136,6 +145,8 @@ class Framework:
         self.clock = clock
         self.event_recorder = event_recorder
         self.vectorize = vectorize
+        # OpportunisticBatching (beta, on in 1.36): False turns it off, as the feature gate.
+        self.batching = batching
         self.parallelism = parallelism
         self.percentage_of_nodes_to_score = (profile.percentage_of_nodes_to_score
                                              if profile.percentage_of_nodes_to_score is not None
@@ -153,6 +164,8 @@ class Framework:
         self.score_weights: dict[str, int] = {}
         self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
         self._build()
+        self._compute_signers()
+        self.batch = OpportunisticBatch(self)
 
     # ---------------------------------------------------------------- construction
 
@@ -232,6 +245,46 @@ class Framework:
         self.filter_plugins: list[FilterPlugin] = self.points["filter"]
         self.score_plugins: list[ScorePlugin] = self.points["score"]
         self.pre_filter_plugins: list[PreFilterPlugin] = self.points["preFilter"]
+
+    # ---------------------------------------------------------------- signatures
+
+    def _compute_signers(self) -> None:
+        """upstream's computeBatchablePlugins: every PreFilter, Filter, PreScore and Score
+        plugin must sign pods, or no pod of this profile is signed."""
+        signers: list[SignPlugin] = []
+        self.unsigned_plugins: list[str] = []
+        seen: set[str] = set()
+        for ep in ("preFilter", "filter", "preScore", "score"):
+            for p in self.points[ep]:
+                if p.name in seen:
+                    continue
+                seen.add(p.name)
+                if isinstance(p, SignPlugin):
+                    signers.append(p)
+                else:
+                    self.unsigned_plugins.append(p.name)
+        self._signers = signers
+        self.signatures_enabled = not self.unsigned_plugins
+
+    def sign_pod(self, pod: Pod) -> PodSignature | None:
+        """The pod's scheduling signature (upstream's SignPod): pods with equal signatures get
+        the same feasibility and scores on every node in the same cluster state. None when a
+        plugin cannot sign the pod (or does not sign pods at all)."""
+        if not self.signatures_enabled:
+            return None
+        sig: dict[str, Any] = {SCHEDULER_NAME_SIGNER_NAME: pod.scheduler_name}
+        signers = self._signers
+        for i, p in enumerate(signers):
+            fragments, st = p.sign_pod(pod)
+            if st is not None and st.code != Code.SUCCESS:
+                if i:
+                    signers.insert(0, signers.pop(i))  # likely to refuse the next pod too
+                return None
+            for key, value in fragments or ():
+                if key in sig and sig[key] != value:
+                    return None
+                sig[key] = value
+        return tuple(sorted(sig.items(), key=lambda kv: kv[0]))
 
     # ---------------------------------------------------------------- handle
 
@@ -467,9 +520,12 @@ class Framework:
         return None
 
     def run_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeList,
-                  record: dict[str, Any] | None = None) -> tuple[np.ndarray, Status | None]:
+                  record: dict[str, Any] | None = None,
+                  keep: list[tuple[ScorePluginForm, np.ndarray, np.ndarray]] | None = None,
+                  ) -> tuple[np.ndarray, Status | None]:
         """Total weighted score per node (aligned with ``nodes``). ``record`` (if given) receives
-        each plugin's raw, normalized and weighted scores."""
+        each plugin's raw, normalized and weighted scores; ``keep`` (if given), for each plugin
+        that normalizes, its form, raw scores and weighted normalized scores (batching)."""
         n = len(nodes)
         skip = state.skip_score_plugins
         rows = nodes.rows
@@ -491,7 +547,8 @@ class Framework:
         if total is None:
             total = np.zeros(n, dtype=np.int64)
         done = {p.name for p, _ in combined}
-        for p, form, norm, w, check in forms:
+        for f in forms:
+            p, form, norm, w, check = f
             if p.name in skip or p.name in done:
                 continue
             cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form is FastPath.CACHED else None
@@ -507,7 +564,7 @@ class Framework:
                         return total, Status.as_error(f"running Score plugin \"{p.name}\": {st.message()}", p.name)
                     vals.append(s)
                 scores = np.asarray(vals, dtype=np.int64)
-            raw = scores.copy() if record is not None else None
+            raw = scores.copy() if record is not None or (keep is not None and norm is not None) else None
             if norm is not None:
                 st = norm(state, pod, nodes, scores)
                 if st is not None and st.code != Code.SUCCESS:
@@ -519,6 +576,9 @@ class Framework:
                     f"plugin \"{p.name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
             total += scores * w
+            if keep is not None and norm is not None:
+                assert raw is not None
+                keep.append((f, raw, scores * w))
             if record is not None:
                 record[p.name] = (raw, scores.copy(), scores * w)
         return total, None

@@ -24,8 +24,11 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedScore,
 )
+from ksched.scheduler.framework.signers import IMAGE_NAMES_SIGNER_NAME
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import ImageStateSummary, NodeInfo
 
@@ -81,11 +84,20 @@ def _pod_images(pod: Pod) -> tuple[str, ...]:
     return imgs  # type: ignore[no-any-return]
 
 
-class ImageLocality(ScorePlugin, VectorizedScore):
+class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The score depends on the images of the pod's containers and init containers (as
+        upstream: their normalized names, sorted)."""
+        c = pod.cached()
+        v = c.get("sign:images")
+        if v is None:
+            v = c["sign:images"] = tuple(sorted(_pod_images(pod)))
+        return [SignFragment(IMAGE_NAMES_SIGNER_NAME, v)], None
 
     def _total_nodes(self, node_info: NodeInfo | None = None) -> int:
         h = self.handle

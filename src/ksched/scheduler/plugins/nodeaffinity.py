@@ -39,8 +39,16 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
     VectorizedScore,
+)
+from ksched.scheduler.framework.signers import (
+    NODE_AFFINITY_SIGNER_NAME,
+    NODE_SELECTOR_SIGNER_NAME,
+    node_affinity_signer,
+    node_selector_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -92,7 +100,7 @@ def _pod_preferred(pod: Pod) -> PreferredSchedulingTerms | None:
 
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions,
-        VectorizedFilter, VectorizedScore, ScoreExtensions):
+        VectorizedFilter, VectorizedScore, ScoreExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -118,6 +126,12 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
                 self.added_pref_sched_terms = pref
         self._st_pod = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD, plugin=self.name)
         self._st_enforced = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED, plugin=self.name)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Filter and Score depend on the pod's node affinity and nodeSelector (as upstream;
+        the plugin's addedAffinity is the same for every pod)."""
+        return [SignFragment(NODE_AFFINITY_SIGNER_NAME, node_affinity_signer(pod)),
+                SignFragment(NODE_SELECTOR_SIGNER_NAME, node_selector_signer(pod))], None
 
     # ---------------------------------------------------------------- PreFilter
 

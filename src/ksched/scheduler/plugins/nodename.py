@@ -19,8 +19,11 @@ from ksched.scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     RowLocal,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
 )
+from ksched.scheduler.framework.signers import NODE_NAME_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
@@ -29,7 +32,7 @@ __all__ = ["ERR_REASON", "NodeName"]
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
+class NodeName(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter, SignPlugin):
     name = "NodeName"
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -43,6 +46,10 @@ class NodeName(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
 
     def row_local_key(self, pod: Pod) -> Any:
         return pod.node_name
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The verdict depends on the pod's spec.nodeName (as upstream)."""
+        return [SignFragment(NODE_NAME_SIGNER_NAME, pod.node_name)], None
 
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         if not pod.node_name:

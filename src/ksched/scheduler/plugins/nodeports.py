@@ -30,8 +30,11 @@ from ksched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     RowLocal,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
 )
+from ksched.scheduler.framework.signers import HOST_PORTS_SIGNER_NAME, host_ports_signer
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import HostPortInfo, NodeInfo
 
@@ -68,12 +71,17 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
     return fits_ports(_port_tuples(pod.host_ports()), node_info.used_ports)
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._status = Status(Code.UNSCHEDULABLE, ERR_REASON, plugin=self.name)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The verdict depends on the pod's host ports (as upstream; ksched keys each port
+        with its protocol and host IP, which Filter compares too)."""
+        return [SignFragment(HOST_PORTS_SIGNER_NAME, host_ports_signer(pod))], None
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:

@@ -23,8 +23,11 @@ from ksched.scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     RowLocal,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
 )
+from ksched.scheduler.framework.signers import TOLERATIONS_SIGNER_NAME, tolerations_signer
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 
@@ -39,7 +42,7 @@ def _unschedulable(ni: NodeInfo) -> bool:
     return bool(ni.node is not None and ni.node.unschedulable)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter):
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter, SignPlugin):
     name = "NodeUnschedulable"
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -62,6 +65,10 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFil
         if k is None:
             k = c["nodeunschedulable.tolerated"] = tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)
         return k
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The verdict depends on the pod's tolerations (as upstream)."""
+        return [SignFragment(TOLERATIONS_SIGNER_NAME, tolerations_signer(pod))], None
 
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):

@@ -41,7 +41,15 @@ from ksched.scheduler.framework.interface import (
     NodeList,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
+)
+from ksched.scheduler.framework.signers import (
+    CLAIMS_NOT_SIGNABLE,
+    VOLUMES_SIGNER_NAME,
+    has_claim_volumes,
+    volumes_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -183,7 +191,7 @@ class _RowVolumes:
                     del self.handles[h]
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, VectorizedFilter):
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, VectorizedFilter, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -212,6 +220,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
         self._volume_version += 1
         self._attached.clear()
         self._rows = None
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The pod's volume sources (as upstream). ksched refuses pods with claim-backed volumes
+        and migratable in-tree ones: the verdict reads PVs, PVCs, StorageClasses and CSINodes,
+        which the previous pod's placement may change."""
+        if has_claim_volumes(pod):
+            return None, Status(Code.UNSCHEDULABLE, CLAIMS_NOT_SIGNABLE)
+        if any(in_tree_plugin_of(v.raw) for v in pod.volumes):
+            return None, Status(Code.UNSCHEDULABLE, "pods with migratable in-tree volumes are not signable")
+        return [SignFragment(VOLUMES_SIGNER_NAME, volumes_signer(pod))], None
 
     # ---- PreFilter ------------------------------------------------------------------------
 

@@ -46,9 +46,12 @@ from ksched.scheduler.framework.interface import (
     RowLocal,
     ScoreExtensions,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
     VectorizedScore,
 )
+from ksched.scheduler.framework.signers import TOLERATIONS_SIGNER_NAME, tolerations_signer
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.helper import default_normalize_score
@@ -103,7 +106,7 @@ class _PreScoreState(StateData):
 
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
-        VectorizedFilter, VectorizedScore, ScoreExtensions):
+        VectorizedFilter, VectorizedScore, ScoreExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -125,6 +128,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     def row_local_key(self, pod: Pod) -> Any:
         """Filter and raw Score on a node depend only on its taints and the pod's tolerations."""
         return _pod_tolerations_key(pod)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Filter and Score depend on the pod's tolerations (as upstream)."""
+        return [SignFragment(TOLERATIONS_SIGNER_NAME, tolerations_signer(pod))], None
 
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         tolerations = pod.tolerations

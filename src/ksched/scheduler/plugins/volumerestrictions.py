@@ -34,6 +34,14 @@ from ksched.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
+)
+from ksched.scheduler.framework.signers import (
+    CLAIMS_NOT_SIGNABLE,
+    VOLUMES_SIGNER_NAME,
+    has_claim_volumes,
+    volumes_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -134,7 +142,7 @@ class _PreFilterState(StateData):
         self.conflicting_pvc_ref_count += multiplier * n
 
 
-class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, EnqueueExtensions):
+class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, EnqueueExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -143,6 +151,13 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
         self._pvcs = informers.informer("PersistentVolumeClaim") if informers is not None else None
         self._disk_conflict = Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT, plugin=NAME)
         self._rwop_conflict = Status(Code.UNSCHEDULABLE, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT, plugin=NAME)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The pod's volume sources (as upstream). ksched refuses pods with claim-backed volumes:
+        the verdict reads PVs and PVCs, which the previous pod's placement may change."""
+        if has_claim_volumes(pod):
+            return None, Status(Code.UNSCHEDULABLE, CLAIMS_NOT_SIGNABLE)
+        return [SignFragment(VOLUMES_SIGNER_NAME, volumes_signer(pod))], None
 
     # ---- PreFilter ------------------------------------------------------------------------
 

@@ -40,6 +40,14 @@ from ksched.scheduler.framework.interface import (
     NodeList,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
+)
+from ksched.scheduler.framework.signers import (
+    CLAIMS_NOT_SIGNABLE,
+    VOLUMES_SIGNER_NAME,
+    has_claim_volumes,
+    volumes_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -108,7 +116,7 @@ def _pvc_names(pod: Pod) -> list[str]:
     return out
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -118,6 +126,13 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         self._pvs = informers.informer("PersistentVolume") if informers is not None else None
         self._classes = informers.informer("StorageClass") if informers is not None else None
         self._conflict = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT, plugin=NAME)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The pod's volume sources (as upstream). ksched refuses pods with claim-backed volumes:
+        the verdict reads PVs and PVCs, which the previous pod's placement may change."""
+        if has_claim_volumes(pod):
+            return None, Status(Code.UNSCHEDULABLE, CLAIMS_NOT_SIGNABLE)
+        return [SignFragment(VOLUMES_SIGNER_NAME, volumes_signer(pod))], None
 
     @staticmethod
     def _unresolvable(msg: str) -> Status:

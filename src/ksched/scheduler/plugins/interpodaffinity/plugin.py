@@ -50,9 +50,12 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
     VectorizedScore,
 )
+from ksched.scheduler.framework.signers import LABELS_SIGNER_NAME, labels_signer
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.interpodaffinity._index import (
@@ -244,7 +247,7 @@ class _PreScoreState(StateData):
 
 
 class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin, ScorePlugin,
-        EnqueueExtensions, VectorizedFilter, VectorizedScore, ScoreExtensions):
+        EnqueueExtensions, VectorizedFilter, VectorizedScore, ScoreExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -266,6 +269,21 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         self._st_anti = Status(Code.UNSCHEDULABLE, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
         self._st_existing = Status(Code.UNSCHEDULABLE, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
                                    plugin=NAME)
+        self._unsignable = Status(Code.UNSCHEDULABLE, "pods with pod affinity or anti-affinity are not signable")
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """A pod with pod affinity or anti-affinity of its own is not signable: its answers
+        depend on where other pods are. Otherwise they depend on which existing pods' terms match
+        it, by its labels (upstream's fragment) -- and by its namespace and that namespace's
+        labels, which ksched's fragment holds too (upstream's omits them, and signs nothing at
+        all with ignorePreferredTermsOfExistingPods, although existing pods' required
+        anti-affinity still applies)."""
+        aff = (pod.raw.get("spec") or {}).get("affinity") or {}
+        if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
+            return None, self._unsignable
+        ns_labels = self._namespace_labels(pod.namespace)
+        value = (labels_signer(pod), pod.namespace, tuple(sorted(ns_labels.items())) if ns_labels else ())
+        return [SignFragment(LABELS_SIGNER_NAME, value)], None
 
     # ---- helpers ---------------------------------------------------------------------------
 

@@ -28,8 +28,11 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     RowLocal,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedScore,
 )
+from ksched.scheduler.framework.signers import RESOURCES_SIGNER_NAME
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.noderesources.resource_allocation import (
@@ -170,7 +173,7 @@ def balanced_resource_vector_scorer(cols: list[Column], n: int) -> np.ndarray:
     return _HALF + _go_half_vec(d)
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore):
+class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -197,6 +200,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore)
     def row_local_key(self, pod: Pod) -> Any:
         """The raw score on a node depends only on the NodeInfo and the pod's requests."""
         return requests_row_key(pod)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The score depends on the pod's requests (the same fragment as NodeResourcesFit's)."""
+        return [SignFragment(RESOURCES_SIGNER_NAME, requests_row_key(pod))], None
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         reqs = state.get(PRE_SCORE_STATE_KEY)

@@ -51,10 +51,13 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     RowLocal,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
     VectorizedFilterStatuses,
     VectorizedScore,
 )
+from ksched.scheduler.framework.signers import RESOURCES_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.noderesources.least_allocated import (
@@ -252,7 +255,7 @@ class _PreFilterState(StateData):
 
 
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
-        VectorizedFilter, VectorizedFilterStatuses, VectorizedScore):
+        VectorizedFilter, VectorizedFilterStatuses, VectorizedScore, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -377,6 +380,12 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def row_local_key(self, pod: Pod) -> Any:
         """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests."""
         return requests_row_key(pod)
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Filter and Score depend on the pod's requests (as upstream, whose value is the
+        requests PreFilter computes; ksched's is the row-local key, which also holds the
+        non-zero requests Score uses and the container-level requests where they differ)."""
+        return [SignFragment(RESOURCES_SIGNER_NAME, requests_row_key(pod))], None
 
     # ---------------------------------------------------------------- PreScore / Score
 

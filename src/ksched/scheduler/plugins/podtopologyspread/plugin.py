@@ -40,7 +40,7 @@ from ksched.scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
-from ksched.scheduler.framework.interface import EnqueueExtensions
+from ksched.scheduler.framework.interface import EnqueueExtensions, SignFragment, SignPlugin
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.plugins.podtopologyspread._index import _RowCache
 from ksched.scheduler.plugins.podtopologyspread.common import (
@@ -80,7 +80,7 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict[str, Any], ...] = (
 _INSTANCES = itertools.count()
 
 
-class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions):
+class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -105,6 +105,19 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions):
         self._missing_label = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skew = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
+        self._unsignable_own = Status(Code.UNSCHEDULABLE, "pods with topology constraints are not signable")
+        self._unsignable_defaults = Status(Code.UNSCHEDULABLE,
+                                           "pods with default topology constraints are not signable")
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Spreading depends on other pods across the cluster: a pod with constraints, its own
+        or the defaults (system defaulting has some), is not signable; without any the plugin
+        has nothing to say (as upstream)."""
+        if pod.topology_spread_constraints:
+            return None, self._unsignable_own
+        if self.default_constraints:
+            return None, self._unsignable_defaults
+        return None, None
 
     # ------------------------------------------------------------ constraints
 

@@ -48,7 +48,15 @@ from ksched.scheduler.framework.interface import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     VectorizedFilter,
+)
+from ksched.scheduler.framework.signers import (
+    CLAIMS_NOT_SIGNABLE,
+    VOLUMES_SIGNER_NAME,
+    has_claim_volumes,
+    volumes_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
@@ -107,7 +115,7 @@ class _State(StateData):
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin,
-        EnqueueExtensions, VectorizedFilter):
+        EnqueueExtensions, VectorizedFilter, SignPlugin):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -151,6 +159,13 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                 if err is not None:
                     return has, err
         return has, None
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The pod's volume sources (as upstream). ksched refuses pods with claim-backed volumes:
+        the verdict reads PVs and PVCs, which the previous pod's placement may change."""
+        if has_claim_volumes(pod):
+            return None, Status(Code.UNSCHEDULABLE, CLAIMS_NOT_SIGNABLE)
+        return [SignFragment(VOLUMES_SIGNER_NAME, volumes_signer(pod))], None
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
