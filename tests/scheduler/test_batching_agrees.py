@@ -228,12 +228,17 @@ def test_the_default_profile_batches_nothing() -> None:
     # ... each decision is dropped as not batchable.
     assert reg.get_sample_value("scheduler_batch_cache_flushed_total",
                                 {**labels, "reason": "pod_not_batchable"}) == 15
+    assert reg.get_sample_value("scheduler_get_node_hint_duration_seconds_count", {**labels, "hinted": "no_hint"}) == 15
+    assert reg.get_sample_value("scheduler_get_node_hint_duration_seconds_bucket",
+                                {**labels, "hinted": "no_hint", "le": "+Inf"}) == 15
+    assert reg.get_sample_value("scheduler_store_schedule_results_duration_seconds_count", labels) == 15
+    assert reg.get_sample_value("scheduler_store_schedule_results_duration_seconds_sum", labels) > 0
 
 
 def test_the_same_workload_without_system_defaults_is_batched() -> None:
     """The counterpart: the same pods with the defaults cleared are placed on hints, exactly as
     without batching."""
-    def run(batching: bool) -> tuple[dict[str, str], int]:
+    def run(batching: bool) -> tuple[dict[str, str], int, Any]:
         sim = Simulation(parse_configuration(_config(False)), seed=1, kubelet=False, record_events=False,
                          batching=batching)
         assert not sim.load([make_node(f"n{i}").raw for i in range(20)])
@@ -241,12 +246,17 @@ def test_the_same_workload_without_system_defaults_is_batched() -> None:
             sim.store.create(make_pod(f"p{i}", uid="", requests={"cpu": "100m"}, host_ports=[8080]).raw)
         sim.run()
         return ({p.name: p.node_name for p in sim.store.items("Pod")},  # type: ignore[attr-defined]
-                sim.scheduler.profiles["default-scheduler"].batch.batched_pods)
+                sim.scheduler.profiles["default-scheduler"].batch.batched_pods, sim.scheduler.metrics.registry)
 
-    on, n_on = run(True)
-    off, n_off = run(False)
+    on, n_on, reg = run(True)
+    off, n_off, reg_off = run(False)
     assert on == off
     assert (n_on, n_off) == (14, 0)  # every pod but the first
+    labels = {"profile": "default-scheduler"}
+    assert reg.get_sample_value("scheduler_batch_attempts_total", {**labels, "result": "hint_used"}) == 14
+    assert reg.get_sample_value("scheduler_get_node_hint_duration_seconds_count", {**labels, "hinted": "hint"}) == 14
+    # Off (the feature gate), nothing is attempted.
+    assert reg_off.get_sample_value("scheduler_batch_attempts_total", {**labels, "result": "no_hint"}) is None
 
 
 def test_prefilter_narrowing_moves_the_start_index_as_the_full_walk() -> None:

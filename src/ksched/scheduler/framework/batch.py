@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -226,14 +226,6 @@ class NodeHint:
     rng_state: Any = None
 
 
-@dataclass(slots=True)
-class _Counters:
-    attempts: dict[str, Any] = field(default_factory=dict)
-    flushed: dict[str, Any] = field(default_factory=dict)
-    hint_duration: dict[str, Any] = field(default_factory=dict)
-    store_duration: Any = None
-
-
 class OpportunisticBatch:
     """One profile's batching state (see the module docstring)."""
 
@@ -242,48 +234,27 @@ class OpportunisticBatch:
         self.state: _BatchState | None = None
         self.last_cycle = _Cycle()
         self.batched_pods = 0  # pods placed on a hint (upstream's test counter)
-        self._counters: _Counters | None = None
+        self._stats_obj: Any = None
 
     # ---------------------------------------------------------------- metrics
 
-    def _c(self) -> _Counters | None:
-        c = self._counters
-        if c is None:
-            m = self.fw.metrics
-            if m is None or not hasattr(m, "batch_attempts"):
-                return None
-            c = self._counters = _Counters()
-            c.store_duration = m.store_schedule_results_duration.labels(self.fw.profile_name)
-        return c
+    def _stats(self) -> Any:
+        st = self._stats_obj
+        if st is None:
+            m = self.fw.metrics  # set by the scheduler after the framework is built
+            st = self._stats_obj = getattr(m, "batch", None) if m is not None else None
+        return st
 
     def _attempt(self, result: str) -> None:
-        c = self._c()
-        if c is None:
-            return
-        ctr = c.attempts.get(result)
-        if ctr is None:
-            ctr = c.attempts[result] = self.fw.metrics.batch_attempts.labels(self.fw.profile_name, result)
-        ctr.inc()
+        st = self._stats()
+        if st is not None:
+            st.attempt(self.fw.profile_name, result)
 
     def _flush(self, reason: str) -> None:
         """upstream's logUnusableState: count why the state cannot be used."""
-        c = self._c()
-        if c is None:
-            return
-        ctr = c.flushed.get(reason)
-        if ctr is None:
-            ctr = c.flushed[reason] = self.fw.metrics.batch_cache_flushed.labels(self.fw.profile_name, reason)
-        ctr.inc()
-
-    def _observe_hint(self, hinted: bool, seconds: float) -> None:
-        c = self._c()
-        if c is None:
-            return
-        key = "hint" if hinted else "no_hint"
-        h = c.hint_duration.get(key)
-        if h is None:
-            h = c.hint_duration[key] = self.fw.metrics.get_node_hint_duration.labels(key, self.fw.profile_name)
-        h.observe(seconds)
+        st = self._stats()
+        if st is not None:
+            st.flush(self.fw.profile_name, reason)
 
     def _now(self) -> float:
         clock = self.fw.clock
@@ -320,7 +291,10 @@ class OpportunisticBatch:
                 self._attempt(ATTEMPT_NO_HINT)
             return hint
         finally:
-            self._observe_hint(hint is not None, time.perf_counter() - t0)
+            st = self._stats()
+            if st is not None:
+                st.observe_hint("hint" if hint is not None else "no_hint", self.fw.profile_name,
+                                time.perf_counter() - t0)
 
     def _compatible(self, state: CycleState, pod: Pod, snapshot: Snapshot, cycle: int,
                     signature: LazySignature, narrowing: frozenset[str] | None, num_candidates: int) -> bool:
@@ -371,7 +345,8 @@ class OpportunisticBatch:
         (else ``ksched_reason`` says which failed)."""
         t0 = time.perf_counter()
         try:
-            self.last_cycle = _Cycle(cycle, chosen, True)
+            last = self.last_cycle
+            last.cycle_count, last.chosen_node, last.succeeded = cycle, chosen, True
             if hinted and hinted == chosen:
                 self._attempt(ATTEMPT_HINT_USED)
                 self.batched_pods += 1
@@ -394,9 +369,9 @@ class OpportunisticBatch:
                 return
             self.state = _BatchState(sig, other_nodes, self._now(), narrowing, snapshot.generation)
         finally:
-            c = self._c()
-            if c is not None:
-                c.store_duration.observe(time.perf_counter() - t0)
+            st = self._stats()
+            if st is not None:
+                st.observe_store(self.fw.profile_name, time.perf_counter() - t0)
 
     def pod_assumed(self, node_name: str, generation: int) -> None:
         """The decision's pod was assumed on ``node_name``; ``generation`` is the cache's after
