@@ -104,3 +104,19 @@ def test_cli_repeat_reports_every_run() -> None:
     assert len(d["runs_pods_per_second"]) == 2 and d["pods_per_second"] == min(d["runs_pods_per_second"])
     with contextlib.redirect_stderr(io.StringIO()):
         assert main(["bench", "SchedulingBasic", "--repeat", "0"]) == 2
+
+
+def test_batching_places_one_pod_per_node_workload_on_hints_and_can_be_turned_off() -> None:
+    """OnePodPerNodeHostPort is batching's case: every pod after the first is placed on the
+    previous pod's remaining nodes; with --no-batching none is, and every pod still binds."""
+    outs = {}
+    for flag in ([], ["--no-batching"]):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["bench", "OnePodPerNodeHostPort", "--nodes", "30", "--pods", "30", *flag]) == 0
+        outs[bool(flag)] = json.loads(buf.getvalue().strip().splitlines()[-1])
+    assert outs[False]["measured_scheduled"] == outs[True]["measured_scheduled"] == 30
+    assert outs[False]["batched_pods"] == 29
+    assert outs[True]["batched_pods"] == 0
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(["bench", "OnePodPerNodeHostPort", "--remote", "--no-batching"]) == 2

@@ -43,6 +43,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--breakdown", action="store_true",
                    help="also report the microseconds per measured pod spent in each phase of the cycles "
                         "(in-process runs; the timers cost a few percent)")
+    p.add_argument("--no-batching", action="store_true",
+                   help="turn opportunistic batching (OpportunisticBatching, on in 1.36) off, in-process runs")
     p.add_argument("--remote", action="store_true",
                    help="over HTTP: serve the embedded API server and run one plain `ksched run` against it "
                         "in another process (no dispatcher)")
@@ -85,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
         print("error: --remote runs one plain scheduler; --schedulers N runs N dispatched instances: choose one",
               file=sys.stderr)
         return EXIT_INVALID_INPUT
+    if args.breakdown and (args.schedulers or args.remote):
+        print("error: --breakdown times in-process runs only", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.no_batching and (args.schedulers or args.remote):
+        print("error: --no-batching applies to in-process runs only", file=sys.stderr)
+        return EXIT_INVALID_INPUT
     if args.schedulers or args.remote:
         from ksched.sim.bench import run_workload_http
 
@@ -93,10 +101,9 @@ def run(args: argparse.Namespace) -> int:
                                     args.pods, args.init_pods, verbose=args.verbose, dispatch=not args.remote)
             print(json.dumps(out), flush=True)
         return 0
-    if args.breakdown and (args.schedulers or args.remote):
-        print("error: --breakdown times in-process runs only", file=sys.stderr)
-        return EXIT_INVALID_INPUT
     extra: list[str] = ["--breakdown"] if args.breakdown else []
+    if args.no_batching:
+        extra.append("--no-batching")
     if args.nodes is not None:
         extra += ["--nodes", str(args.nodes)]
     if args.pods is not None:
@@ -111,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             out = median_run([run_in_subprocess(name, args.size, args.seed, extra) for _ in range(args.repeat)])
         elif args.in_process or len(names) == 1:
             out = run_workload(WORKLOADS[name](), args.size, args.seed, args.nodes, args.pods, args.init_pods,
-                               phases=args.breakdown)
+                               phases=args.breakdown, batching=not args.no_batching)
         else:
             out = run_in_subprocess(name, args.size, args.seed, extra)
         print(json.dumps(out), flush=True)

@@ -198,8 +198,11 @@ class Algorithm:
                 base = totals.copy()
                 for _, _, weighted in keep:
                     base -= weighted
+                # NormalizeScore may read the PreScore state: a copy, which the binding cycle
+                # (maybe on another thread) does not touch.
                 others = ScoredNodes(feasible_rows.copy(), inv[feasible_rows], base,
-                                     [(f, raw) for f, raw, _ in keep], state, len(cand))
+                                     [(f, raw) for f, raw, _ in keep], state.clone() if keep else state,
+                                     len(cand))
                 others.remove_at(pick)
             hinted = bc.hint.name if bc.hint is not None else ""
             bc.batch.store_schedule_results(bc.signature, hinted, host, others, len(feasible_rows) - 1, bc.cycle,

@@ -64,16 +64,17 @@ def _setup_cluster(store: Store, w: Workload, n_nodes: int) -> None:
 def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | None = None,
                  measured: int | None = None, init: int | None = None,
                  config: SchedulerConfiguration | None = None, timeout: float = 3600.0,
-                 phases: bool = False) -> dict[str, Any]:
+                 phases: bool = False, batching: bool = True) -> dict[str, Any]:
     """Run one workload in this process; returns the JSON-able result.
 
     The measured phase ends when every measured pod is bound, or when nothing more can happen
     (pods that cannot fit); a workload's routine keeps creating its pods on the wall clock
     while it runs. ``phases``: also time the main phases of the cycles (``breakdown_us_per_pod``,
-    see ``ksched.sim.breakdown``)."""
+    see ``ksched.sim.breakdown``). ``batching``: opportunistic batching (the OpportunisticBatching
+    feature, on by default)."""
     with contextlib.ExitStack() as stack:
         timing = stack.enter_context(breakdown()) if phases else None
-        return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing)
+        return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing, batching)
 
 
 # scheduler_perf runs an API server and the scheduler, no kube-controller-manager; the CSI
@@ -85,7 +86,8 @@ BENCH_DISABLED_ADMISSION = ("ServiceAccount", "Priority")
 
 
 def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured: int | None, init: int | None,
-                  config: SchedulerConfiguration | None, timeout: float, timing: Breakdown | None) -> dict[str, Any]:
+                  config: SchedulerConfiguration | None, timeout: float, timing: Breakdown | None,
+                  batching: bool = True) -> dict[str, Any]:
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
@@ -94,7 +96,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
                               disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store, client = cluster.store, cluster.client
     informers = InformerFactory(client)
-    sched = Scheduler(client, config, clock=clock, informers=informers, seed=seed)
+    sched = Scheduler(client, config, clock=clock, informers=informers, seed=seed, batching=batching)
     durations: list[float] = []
     sched.metrics_observer = durations.append
     t0 = time.perf_counter()
@@ -175,6 +177,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
         "target_met": (bound_measured / elapsed >= w.target if elapsed > 0 else False)
         if w.target is not None and size == "full" and nodes is None and measured is None and init is None else None,
         "cache_consistent": not problems,
+        "batched_pods": sum(fw.batch.batched_pods for fw in sched.profiles.values()),
         **({"breakdown_us_per_pod": timing.per_pod_us(bound_measured)} if timing is not None else {}),
         "config": {"seed": seed, "percentageOfNodesToScore": config.percentage_of_nodes_to_score,
                    "profiles": [p.scheduler_name for p in config.profiles],

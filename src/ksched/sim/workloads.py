@@ -305,6 +305,27 @@ def _unschedulable() -> Workload:
                     routine=Routine(0.2, pod_high_priority_large_cpu))
 
 
+def _pod_host_port(name: str, namespace: str = "default") -> Manifest:
+    """A pod-default pod with a host port: one such pod fits a node (NodePorts)."""
+    pod = pod_default(name, namespace)
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    return pod
+
+
+def _one_pod_per_node() -> Workload:
+    # ksched's own workload, where opportunistic batching applies: one pod per node (a host port
+    # each), every node evaluated (percentageOfNodesToScore 100; ksched batches only then) and
+    # no system default spreading (with it no pod is signable, as upstream).
+    return Workload("OnePodPerNodeHostPort",
+                    "5000 nodes, 5000 measured pods with the same host port (one per node); every node "
+                    "scored, no default spreading: opportunistic batching's case",
+                    5000, node_default, [], Phase(5000, _pod_host_port),
+                    small_nodes=500, small_measured=500,
+                    config={"percentageOfNodesToScore": 100, "profiles": [{"pluginConfig": [
+                        {"name": "PodTopologySpread",
+                         "args": {"defaultingType": "List", "defaultConstraints": []}}]}]})
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "SchedulingBasic": _basic,
     "SchedulingPodAntiAffinity": _anti_affinity,
@@ -319,4 +340,5 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "PreemptionBasic": _preemption_basic,
     "PreemptionAsync": _preemption_async,
     "Unschedulable": _unschedulable,
+    "OnePodPerNodeHostPort": _one_pod_per_node,
 }

@@ -249,7 +249,7 @@ def test_the_pick_redoes_normalize_score_over_the_nodes_left() -> None:
     nodes = ScoredNodes(rows, positions, base, [(_form("Pref", 1), raw)], CycleState(), 3)
     got = nodes.pick(None, make_pod(), snap, 0, random.Random(0))  # type: ignore[arg-type]
     assert got is not None and got[1] is None
-    assert snap.infos[int(rows[got[0]])].name == "b"  # type: ignore[union-attr]
+    assert snap.infos[int(nodes.rows[got[0]])].name == "b"  # type: ignore[union-attr]
     # Upstream's order (the totals of the cycle that also scored "a") would have said "c".
     prev_totals = base + raw * 100 // 8
     assert int(np.argmax(prev_totals)) == 1
@@ -271,7 +271,7 @@ def test_a_tie_is_broken_by_the_draw_the_walk_would_make() -> None:
         walk = [f"n{(start + k) % 5}" for k in range(5)]
         tied = [n for n in walk if n in ("n2", "n3", "n4")]
         want = tied[random.Random(42).randrange(len(tied))]
-        assert snap.infos[int(rows[got[0]])].name == want  # type: ignore[union-attr]
+        assert snap.infos[int(nodes.rows[got[0]])].name == want  # type: ignore[union-attr]
         ref = random.Random(42)
         ref.randrange(len(tied))
         assert rng.getstate() == ref.getstate()  # exactly one draw, of the same range

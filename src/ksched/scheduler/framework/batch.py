@@ -35,7 +35,8 @@ ever an optimisation):
   processed every candidate node (fewer feasible nodes than ``numFeasibleNodesToFind``: clusters
   under 100 nodes, ``percentageOfNodesToScore: 100``, or pods few nodes can take). A cycle that
   stopped early saw a window of the cluster the next cycle would not; such results are not
-  stored (flush reason ``not_all_nodes_evaluated``, ksched's).
+  stored (flush reason ``not_all_nodes_evaluated``, ksched's, counted without signing the pod:
+  where upstream would count ``pod_not_batchable`` for an unsignable pod, ksched counts this).
 * **Nothing else changed.** No hint unless the scheduler cache is exactly as the previous pod's
   assumption left it: that assumption was the only change between that pod's snapshot and this
   one's (cache generations), and no pod is nominated to any node; the PreFilter result
@@ -159,9 +160,22 @@ class ScoredNodes:
     normalized: list[tuple[ScorePluginForm, np.ndarray]]
     state: CycleState
     num_candidates: int
+    walk_start: int = -1  # the arrays are in the walk's order from this start (-1: not yet)
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def _in_walk_order(self, start: int) -> None:
+        """Reorder the arrays as the walk from ``start`` visits the nodes (kept by remove_at;
+        without a PreFilter result the start does not move, so this sorts once)."""
+        if start == self.walk_start:
+            return
+        order = np.argsort((self.positions - start) % self.num_candidates, kind="stable")
+        self.rows = self.rows[order]
+        self.positions = self.positions[order]
+        self.base = self.base[order]
+        self.normalized = [(f, raw[order]) for f, raw in self.normalized]
+        self.walk_start = start
 
     def remove_at(self, i: int) -> None:
         self.rows = np.delete(self.rows, i)
@@ -171,19 +185,19 @@ class ScoredNodes:
 
     def pick(self, fw: Framework, pod: Pod, snapshot: Snapshot, start: int,
              rng: random.Random) -> tuple[int, Any] | None:
-        """The index of the node an unbatched cycle starting its walk at ``start`` would choose
-        among these (the only feasible nodes left), and the random source's state before the
-        tie-break draw (None if none was needed); None if a normalization fails."""
-        n = self.num_candidates
-        order = np.argsort((self.positions - start) % n, kind="stable")
-        if len(order) == 1:
-            return int(order[0]), None  # one feasible node: taken without scoring
-        totals = self.base[order]
+        """The index (in ``rows``, which this may reorder) of the node an unbatched cycle starting
+        its walk at ``start`` would choose among these (the only feasible nodes left), and the
+        random source's state before the tie-break draw (None if none was needed); None if a
+        normalization fails."""
+        if len(self.rows) == 1:
+            return 0, None  # one feasible node: taken without scoring
+        self._in_walk_order(start)
+        totals = self.base
         if self.normalized:
             totals = totals.copy()
-            nodes = snapshot.node_list(self.rows[order])
+            nodes = snapshot.node_list(self.rows)
             for form, raw in self.normalized:
-                scores = raw[order].copy()
+                scores = raw.copy()
                 st = form.normalize(self.state, pod, nodes, scores)
                 if st is not None and st.code != Code.SUCCESS:
                     return None
@@ -192,9 +206,9 @@ class ScoredNodes:
                 totals += scores * form.weight
         ties = np.flatnonzero(totals == totals.max())
         if len(ties) == 1:
-            return int(order[int(ties[0])]), None
+            return int(ties[0]), None
         saved = rng.getstate()
-        return int(order[int(ties[rng.randrange(len(ties))])]), saved
+        return int(ties[rng.randrange(len(ties))]), saved
 
 
 @dataclass(slots=True)
@@ -362,9 +376,14 @@ class OpportunisticBatch:
                 self._flush(FLUSH_EMPTY_LIST)
                 self.state = None
                 return
+            if other_nodes is None and ksched_reason:
+                # Checked before the signature, which is then not needed (signing costs more).
+                self._flush(ksched_reason)
+                self.state = None
+                return
             sig = signature.value
             if sig is None or other_nodes is None:
-                self._flush(FLUSH_POD_NOT_BATCHABLE if sig is None else ksched_reason or FLUSH_CLUSTER_CHANGED)
+                self._flush(FLUSH_POD_NOT_BATCHABLE if sig is None else FLUSH_CLUSTER_CHANGED)
                 self.state = None
                 return
             self.state = _BatchState(sig, other_nodes, self._now(), narrowing, snapshot.generation)

@@ -143,10 +143,18 @@ def _volumes(pod: Pod) -> tuple[str, ...]:
 def volumes_signer(pod: Pod) -> Hashable:
     """The pod's volume sources (without the volume names), sorted; ConfigMap and Secret
     volumes are left out: they never affect scheduling and are specific to each pod."""
+    if not pod.volumes:
+        return ()
     return _memo(pod, "sign:volumes", _volumes)
 
 
 def has_claim_volumes(pod: Pod) -> bool:
     """Whether a volume of the pod is backed by a PersistentVolumeClaim (its own or a generic
     ephemeral volume's)."""
-    return any(v.claim_name or v.ephemeral for v in pod.volumes)
+    if not pod.volumes:
+        return False
+    c = pod.cached()
+    v = c.get("sign:claims")
+    if v is None:
+        v = c["sign:claims"] = any(vol.claim_name or vol.ephemeral for vol in pod.volumes)
+    return v  # type: ignore[no-any-return]
