@@ -127,6 +127,7 @@ def _run(batching: bool, seed: int, nodes: list[dict[str, Any]], waves: list[lis
     the node walk's start index and the state of the random source (tie-breaks); and how many
     pods were placed on a hint."""
     sim = Simulation(parse_configuration(_config(second_profile)), seed=seed, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",),
                      batching=batching)
     assert not sim.load(nodes)
     after_waves = []
@@ -186,6 +187,7 @@ def test_preemption_and_nominated_pods_agree() -> None:
     nominated pods and pods with a nominated node are never batched wrongly."""
     def run(batching: bool) -> tuple[dict[str, tuple[str | None, str, str]], int]:
         sim = Simulation(parse_configuration(_config(False)), seed=3, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",),
                          batching=batching)
         assert not sim.load([make_node(f"n{i}", cpu="2", memory="4Gi", pods=10).raw for i in range(12)])
         for i in range(12):
@@ -212,7 +214,8 @@ def test_preemption_and_nominated_pods_agree() -> None:
 def test_the_default_profile_batches_nothing() -> None:
     """PodTopologySpread's system default constraints make every pod unsignable: with the
     default configuration, identical one-per-node replicas get no hint at all."""
-    sim = Simulation(seed=1, kubelet=False, record_events=False)
+    sim = Simulation(seed=1, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",))
     assert not sim.load([make_node(f"n{i}").raw for i in range(20)])
     for i in range(15):
         sim.store.create(make_pod(f"p{i}", uid="", requests={"cpu": "100m"}, host_ports=[8080]).raw)
@@ -240,6 +243,7 @@ def test_the_same_workload_without_system_defaults_is_batched() -> None:
     without batching."""
     def run(batching: bool) -> tuple[dict[str, str], int, Any]:
         sim = Simulation(parse_configuration(_config(False)), seed=1, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",),
                          batching=batching)
         assert not sim.load([make_node(f"n{i}").raw for i in range(20)])
         for i in range(15):
@@ -267,6 +271,7 @@ def test_prefilter_narrowing_moves_the_start_index_as_the_full_walk() -> None:
 
     def run(batching: bool) -> tuple[dict[str, str], int, int, Any]:
         sim = Simulation(parse_configuration(_config(False)), seed=7, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",),
                          batching=batching)
         assert not sim.load([make_node(n, cpu="4", memory="8Gi").raw for n in names])
         aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -295,6 +300,7 @@ def _scripted(batching: bool, between: Any, equal: bool = False) -> tuple[dict[s
     cluster, then the others are. Returns the placements, the flush reasons counted and how many
     pods got a hint."""
     sim = Simulation(parse_configuration(_config(False)), seed=2, kubelet=False, record_events=False,
+                     disable_admission_plugins=("Priority",),
                      batching=batching)
     # Emptier nodes score higher (LeastAllocated): n0 is the best, then n1, ...
     nodes = [make_node(f"n{i}", cpu=str(16 - (min(i, 1) if equal else i)), memory="32Gi").raw for i in range(6)]
