@@ -200,6 +200,12 @@ def test_vectorized_forms_equal_the_per_node_forms(nodes, pods, probes) -> None:
         _, choice = fgd.score_and_choice_rows(cols, fit, shape)
         if shape.is_sharing:
             assert choice.tolist() == [fgd.node_scores(views[r], shape)[1] for r in fit]
+        # FGDPack: FGD's score first; BestFit breaks its ties only for pods without shared GPUs.
+        pack = FGDPack(typ)
+        for r in fit:
+            fgd_part = fgd.score_node(views[r], shape) * 1000
+            tie = pack.score_node(views[r], shape) - fgd_part
+            assert tie == (0 if shape.is_sharing else BestFit().score_node(views[r], shape))
 
 
 def _gpu_node(name: str, gpus: int, model: str, cpu: str = "32") -> object:
