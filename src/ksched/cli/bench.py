@@ -37,6 +37,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--restart", action="store_true",
                    help="the restart benchmark instead: a fresh scheduler lists 5000 nodes + 50000 bound pods "
                         "(small: 500 + 5000; --nodes/--pods override), builds its cache and schedules one pod")
+    p.add_argument("--gpu-replay", action="store_true",
+                   help="the GPU trace-replay benchmark instead: ksched replay's FGD-paper protocol on an openb "
+                        "trace, each --policy once per seed (--repeat seeds from --seed; default 42)")
+    p.add_argument("--trace-dir", default=None, metavar="DIR",
+                   help="--gpu-replay: the openb trace directory (default ../shared/data/openb)")
+    p.add_argument("--trace-workload", default="default", metavar="NAME",
+                   help="--gpu-replay: the openb pod list (default, cpu050, gpushare40, ...)")
+    p.add_argument("--policy", default="FGD", metavar="P[,P...]",
+                   help="--gpu-replay: the policies (FGD, BestFit, GpuPacking, GpuClustering, DotProd, Random, FGDPack)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run each workload N times (each in its own process) and report the run with the median "
                         "pods/s, with every run's figure in runs_pods_per_second")
@@ -61,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             thr = f", upstream threshold {w.upstream_threshold} pods/s" if w.upstream_threshold else ""
             print(f"{name}: {w.description}{thr}")
         return 0
+    if args.gpu_replay:
+        return _gpu_replay(args)
     if args.restart:
         if args.workloads or args.all or args.schedulers or args.remote:
             print("error: --restart runs the restart benchmark alone", file=sys.stderr)
@@ -122,4 +133,34 @@ def run(args: argparse.Namespace) -> int:
         else:
             out = run_in_subprocess(name, args.size, args.seed, extra)
         print(json.dumps(out), flush=True)
+    return 0
+
+
+def _gpu_replay(args: argparse.Namespace) -> int:
+    from ksched.scheduler.plugins.gpushare.policies import POLICIES
+    from ksched.sim.replay_bench import DEFAULT_TRACE_DIR, run_gpu_replay_bench, trace_files
+    from ksched.sim.trace import TraceError, load_nodes, load_pods
+
+    if args.workloads or args.all or args.restart or args.schedulers or args.remote:
+        print("error: --gpu-replay runs the trace-replay benchmark alone", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    policies = [p for p in args.policy.split(",") if p]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        print(f"error: unknown policy {', '.join(unknown) or '(none)'} (one of {', '.join(POLICIES)})",
+              file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if args.repeat < 1:
+        print("error: --repeat must be at least 1", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    node_file, pod_file = trace_files(args.trace_dir or DEFAULT_TRACE_DIR, args.trace_workload)
+    try:
+        nodes, pods = load_nodes(node_file), load_pods(pod_file)
+    except (OSError, TraceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    seed = args.seed if args.seed else 42
+    seeds = list(range(seed, seed + args.repeat))
+    for policy in policies:
+        print(json.dumps(run_gpu_replay_bench(nodes, pods, policy, seeds, workload=args.trace_workload)), flush=True)
     return 0
