@@ -1,0 +1,50 @@
+"""The GPU-share device plugin as an admit handler: a pod runs on exactly the GPUs recorded on it,
+and only where they still have the share it asks for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ksched.kubelet.gpushare import UNEXPECTED_ADMISSION_ERROR, GpuShareAdmitHandler
+from ksched.kubelet.lifecycle import PodAdmitAttributes
+from ksched.testing import make_node, make_pod
+
+
+def _node(gpus: int = 2) -> Any:
+    return make_node("n1", cpu="32", memory="256Gi", allocatable={"alibabacloud.com/gpu-count": gpus},
+                     labels={"alibabacloud.com/gpu-card-model": "T4"})
+
+
+def _pod(name: str, milli: int | str, count: int | str = 1, index: str | None = None) -> Any:
+    ann = {"alibabacloud.com/gpu-milli": str(milli), "alibabacloud.com/gpu-count": str(count)}
+    if index is not None:
+        ann["alibabacloud.com/gpu-index"] = index
+    return make_pod(name, requests={"cpu": "1"}, annotations=ann, node_name="n1")
+
+
+@pytest.mark.parametrize(("pod", "others", "message"), [
+    (_pod("a", 500, index="0"), [_pod("b", 500, index="0")], None),
+    (_pod("a", 600, index="0"), [_pod("b", 500, index="0")],
+     "Allocate failed due to GPU 0 of node n1 has 500 milli-GPU free, 600 requested, which is unexpected"),
+    (_pod("a", 1000, 2, index="0-1"), [], None),
+    (_pod("a", 1000, 2, index="0-1"), [_pod("b", 100, index="1")],
+     "Allocate failed due to GPU 1 of node n1 has 900 milli-GPU free, 1000 requested, which is unexpected"),
+    (_pod("a", 300, index="2"), [], "Allocate failed due to GPU index 2 not on node n1 (2 GPUs), which is unexpected"),
+    (_pod("a", 300), [], "Allocate failed due to no alibabacloud.com/gpu-index annotation on a pod asking for "
+                         "1 GPU(s), which is unexpected"),
+    (_pod("a", 1000, 2, index="0-0"), [], "Allocate failed due to alibabacloud.com/gpu-index='0-0' naming 1 "
+                                          "distinct GPU(s) for a request of 2, which is unexpected"),
+    (_pod("a", "x", index="0"), [], 'Allocate failed due to pod default/a: annotation alibabacloud.com/gpu-milli="x" '
+                                    'is not an integer, which is unexpected'),
+    # Other pods' malformed annotations hold nothing; pods without GPUs are not this plugin's.
+    (_pod("a", 1000, index="1"), [_pod("b", "x", index="1")], None),
+    (make_pod("cpu-only", requests={"cpu": "1"}), [_pod("b", 1000, 2, index="0-1")], None),
+])
+def test_admission(pod: Any, others: list[Any], message: str | None) -> None:
+    got = GpuShareAdmitHandler(_node()).admit(PodAdmitAttributes(pod, tuple(others)))
+    if message is None:
+        assert got.admit, got
+    else:
+        assert (got.admit, got.reason, got.message) == (False, UNEXPECTED_ADMISSION_ERROR, message)
