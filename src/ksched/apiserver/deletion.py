@@ -24,7 +24,7 @@ from typing import Any
 from ksched.api.errors import BadRequest, FieldError, Invalid
 
 __all__ = ["BACKGROUND", "DEFAULT_GC_POLICY", "FOREGROUND", "FOREGROUND_FINALIZER", "ORPHAN",
-           "ORPHAN_FINALIZER", "DeleteOptions", "gc_finalizers"]
+           "ORPHAN_FINALIZER", "DeleteOptions", "gc_finalizers", "optional_int"]
 
 ORPHAN = "Orphan"
 BACKGROUND = "Background"
@@ -46,7 +46,8 @@ def _opt_bool(v: Any, name: str) -> bool | None:
     raise BadRequest(f"{name}: expected a boolean, got {v!r}")
 
 
-def _opt_int(v: Any, name: str) -> int | None:
+def optional_int(v: Any, name: str) -> int | None:
+    """An integer parameter (query or body) or None; anything else is a 400, as upstream."""
     if v is None or v == "":
         return None
     if isinstance(v, bool) or not isinstance(v, int | str):
@@ -89,7 +90,7 @@ class DeleteOptions:
             return body[key] if body.get(key) is not None else query.get(key)
 
         return cls(
-            grace_period_seconds=_opt_int(pick("gracePeriodSeconds"), "gracePeriodSeconds"),
+            grace_period_seconds=optional_int(pick("gracePeriodSeconds"), "gracePeriodSeconds"),
             propagation_policy=_opt_str(pick("propagationPolicy"), "propagationPolicy"),
             orphan_dependents=_opt_bool(pick("orphanDependents"), "orphanDependents"),
             uid=_opt_str(pre.get("uid"), "preconditions.uid") or None,

@@ -37,7 +37,7 @@ from ksched.api.labels import SelectorError, parse_field_selector, parse_label_s
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
 from ksched.apiserver import auth, discovery, protobuf
-from ksched.apiserver.deletion import DeleteOptions
+from ksched.apiserver.deletion import DeleteOptions, optional_int
 from ksched.apiserver.fieldvalidation import (
     FieldValidator,
     directive,
@@ -109,18 +109,6 @@ def _error(e: ApiError) -> web.Response:
 
 def _bool(v: str | None) -> bool:
     return v is not None and v.lower() in ("1", "true", "yes")
-
-
-def _int(v: Any, name: str) -> int | None:
-    """An integer parameter (query or body) or None; anything else is a 400, as upstream."""
-    if v is None or v == "":
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | str):
-        raise BadRequest(f"{name}: expected an integer, got {v!r}")
-    try:
-        return int(v)
-    except ValueError as e:
-        raise BadRequest(f"{name}: expected an integer, got {v!r}") from e
 
 
 def _object(v: Any, what: str) -> dict[str, Any]:
@@ -608,7 +596,7 @@ class ApiServer:
         if cls.KIND == "Pod" and sub == "eviction" and m == "POST":
             body = _object(await self._body(request), "an Eviction")
             opts = _object(body.get("deleteOptions"), "deleteOptions")
-            self.store.evict(namespace, name, _int(opts.get("gracePeriodSeconds"), "gracePeriodSeconds"))
+            self.store.evict(namespace, name, optional_int(opts.get("gracePeriodSeconds"), "gracePeriodSeconds"))
             return _json(_status_ok(code=201), 201)
         if cls.KIND == "Namespace" and sub == "finalize" and m == "PUT":
             return await self._update(request, cls, namespace, name, "finalize")
@@ -644,7 +632,7 @@ class ApiServer:
         rv = q.get("resourceVersion", "")
         bookmarks = _bool(q.get("allowWatchBookmarks"))
         send_initial = _bool(q.get("sendInitialEvents"))
-        timeout_s = _int(q.get("timeoutSeconds"), "timeoutSeconds")
+        timeout_s = optional_int(q.get("timeoutSeconds"), "timeoutSeconds")
         deadline = time.monotonic() + timeout_s if timeout_s else None
         table = self._wants_table(request)
         # A malformed or future resourceVersion is answered before the stream starts (a plain

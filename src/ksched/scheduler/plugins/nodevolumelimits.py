@@ -53,6 +53,7 @@ from ksched.scheduler.framework.signers import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.helper.claims import claim_event_hint
 
 __all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "MIGRATED_PLUGINS_ANNOTATION", "NodeVolumeLimits"]
 
@@ -499,15 +500,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
 
     @staticmethod
     def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, PersistentVolumeClaim):
-            raise TypeError(f"unexpected objects in isSchedulableAfterPVCAdded: {new!r}")
-        if new.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        for v in pod.volumes:
-            claim = volume_claim_name(pod, v)
-            if claim is not None and claim[0] == new.name:
-                return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return claim_event_hint(pod, new, "isSchedulableAfterPVCAdded", ephemeral=True)
 
     @staticmethod
     def is_schedulable_after_csinode_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:

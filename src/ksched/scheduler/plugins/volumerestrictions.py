@@ -45,6 +45,7 @@ from ksched.scheduler.framework.signers import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
+from ksched.scheduler.plugins.helper.claims import claim_event_hint
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -241,14 +242,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
 
     @staticmethod
     def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, PersistentVolumeClaim):
-            raise TypeError(f"unexpected objects in isSchedulableAfterPersistentVolumeClaimAdded: {new!r}")
-        if new.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        for v in pod.volumes:
-            if _claim_name(v) == new.name:
-                return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return claim_event_hint(pod, new, "isSchedulableAfterPersistentVolumeClaimAdded", ephemeral=False)
 
     @staticmethod
     def is_schedulable_after_assigned_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -51,6 +51,7 @@ from ksched.scheduler.framework.signers import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.helper.claims import claim_event_hint
 
 __all__ = ["ERR_REASON_CONFLICT", "TOPOLOGY_LABELS", "VolumeZone", "label_zones_to_set"]
 
@@ -227,13 +228,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
 
     @staticmethod
     def is_schedulable_after_pvc_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, PersistentVolumeClaim):
-            raise TypeError(f"unexpected objects in isSchedulableAfterPersistentVolumeClaimChange: {new!r}")
-        if new.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        if new.name in _pvc_names(pod):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return claim_event_hint(pod, new, "isSchedulableAfterPersistentVolumeClaimChange", ephemeral=False)
 
     @staticmethod
     def is_schedulable_after_storage_class_added(pod: Pod, old: Any, new: Any) -> QueueingHint:

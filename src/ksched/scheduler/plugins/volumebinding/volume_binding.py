@@ -60,6 +60,7 @@ from ksched.scheduler.framework.signers import (
 )
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.helper.claims import claim_event_hint
 from ksched.scheduler.plugins.helper.shape_score import broken_linear
 from ksched.scheduler.plugins.nodevolumelimits import MIGRATED_PLUGINS_ANNOTATION
 from ksched.scheduler.plugins.volumebinding.binder import (
@@ -364,15 +365,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
 
     @staticmethod
     def is_schedulable_after_pvc_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, PersistentVolumeClaim):
-            raise TypeError(f"unexpected objects in isSchedulableAfterPersistentVolumeClaimChange: {new!r}")
-        if new.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        for v in pod.volumes:
-            claim = volume_claim_name(pod, v)
-            if claim is not None and claim[0] == new.name:
-                return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return claim_event_hint(pod, new, "isSchedulableAfterPersistentVolumeClaimChange", ephemeral=True)
 
     @staticmethod
     def is_schedulable_after_storage_class_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
