@@ -143,6 +143,7 @@ def test_bench_remote_runs_one_plain_scheduler_over_http(tmp_path: Path) -> None
     assert r["measured_scheduled"] == 60 and r["pods_per_second"] > 0
     assert r["binding_requests"] == 60 and r["conflicts"] == 0 and r["overcommitted_nodes"] == 0
     assert r["exit_codes"] == {"scheduler": 0} and r["cpu_seconds"]["scheduler"] > 0
+    assert r["peak_rss_mib"]["scheduler"] > 0 and r["peak_rss_mib"]["apiserver"] > 0
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -305,9 +305,9 @@ def test_a_refused_watch_raises_its_error(client: RestClient, server: ApiServer,
 
 def test_watch_restarts_never_hand_one_connection_to_two_requests(client: RestClient, server: ApiServer,
                                                                   store: Store) -> None:
-    """Each watch releases its connection to the pool once: a connection released twice would be
-    given to two requests at the same time (the server then sees requests on a closing
-    connection and urllib3 retries them)."""
+    """A watch's connection never goes back to the pool (its stream is closed), and nothing is
+    in the pool twice: a connection released twice would be given to two requests at the same
+    time."""
     store.create(pod("a"))
     old = str(store.resource_version)
     store.create(pod("b"))
@@ -333,8 +333,9 @@ def test_watch_restarts_never_hand_one_connection_to_two_requests(client: RestCl
         w.stop()
         w._thread.join(5)
         assert not w._thread.is_alive()
-    pooled = [c for pool in client.pool.pools._container.values() for c in pool.pool.queue if c is not None]
+    pooled = list(client.transport._idle)
     assert len(pooled) == len({id(c) for c in pooled}), "a connection is in the pool twice"
+    assert all(not c.closed for c in pooled)
     assert served[0] == calls
 
 

@@ -25,3 +25,33 @@ def test_ksched_bench_restart_prints_json(capsys: pytest.CaptureFixture[str]) ->
     assert out["cache_pods"] == 101 and out["first_pod_bound_to"] and out["cache_consistent"]
     assert main(["bench", "--restart", "SchedulingBasic"]) == EXIT_INVALID_INPUT
     assert "alone" in capsys.readouterr().err
+
+
+def test_remote_restart_times_a_new_ksched_run_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ksched bench --restart --remote``: the embedded API server serves the cluster, a new
+    ``ksched run`` process lists it and binds the pending pod; the marks come in order."""
+    import os
+    from pathlib import Path
+
+    from ksched.sim.restart import run_restart_remote
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    monkeypatch.setenv("PYTHONPATH", src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = run_restart_remote(nodes=20, pods=60)
+    assert "error" not in out, out
+    assert out["transport"] == "http" and out["nodes"] == 20 and out["bound_pods"] == 60
+    assert out["first_pod_bound_to"] and out["first_pod_bound_to"].startswith("node-")
+    assert 0 < out["first_request_seconds"] <= out["informers_watching_seconds"] <= out["first_decision_seconds"]
+    assert out["scheduler_cpu_seconds"] > 0 and out["scheduler_peak_rss_mib"] > 0
+    assert out["exit_codes"] == {"scheduler": 0}
+
+
+def test_ksched_bench_restart_repeat_reports_the_median(capsys: pytest.CaptureFixture[str]) -> None:
+    from ksched.cli.bench import median_restart
+
+    runs = [{"first_decision_seconds": s, "n": i} for i, s in enumerate((0.9, 0.5, 0.7, 0.6))]
+    m = median_restart(runs)
+    assert m["n"] == 2 and m["runs_first_decision_seconds"] == [0.9, 0.5, 0.7, 0.6]
+    assert median_restart([*runs, {"error": "x"}]) == {"error": "x"}
+    assert main(["bench", "--restart", "--nodes", "0"]) == EXIT_INVALID_INPUT
+    assert main(["bench", "--restart", "--repeat", "0"]) == EXIT_INVALID_INPUT

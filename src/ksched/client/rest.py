@@ -2,22 +2,24 @@
 
 Configuration, authentication and TLS come from the official Kubernetes Python client
 (kubeconfig with contexts, client certificates, bearer tokens, exec credential plugins,
-in-cluster service accounts). Requests go straight through its urllib3 pool and responses are
-parsed once from raw JSON into ``ksched.api`` objects: the generated model classes are never
-used on the hot path. Watches stream in a background thread per watch.
+in-cluster service accounts). Requests go over pooled keep-alive connections
+(``ksched.client.transport``: connections opened through urllib3 with the configured TLS, the
+HTTP exchange itself done lean; through a proxy, urllib3 does all of it). JSON is decoded with
+orjson and parsed once into ``ksched.api`` objects: the generated model classes are never used
+on the hot path. Watches stream in a background thread per watch, each event decoded as its line
+arrives.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 from collections import deque
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import urllib3
+import orjson
 
 from ksched.api import errors as E
 from ksched.api.apiextensions import CustomResourceDefinition
@@ -27,8 +29,9 @@ from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
 from ksched.api.scheme import Scheme
 from ksched.api.watch import WatchEvent
+from ksched.client.transport import Transport, TransportError, Urllib3Transport
 
-__all__ = ["RestClient", "RestWatch", "load_client_configuration"]
+__all__ = ["RestClient", "RestWatch", "dumps", "load_client_configuration", "loads"]
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +43,27 @@ _ERRORS_BY_CODE: dict[int, type[E.ApiError]] = {
 }
 
 
+def loads(data: bytes | str) -> Any:
+    """JSON text -> Python values: orjson (several times faster than the json module), and the
+    json module for what orjson refuses that json reads (integers beyond 64 bits, NaN)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def dumps(obj: Any) -> bytes:
+    """Python values -> compact JSON (orjson; the json module for what orjson cannot write:
+    integers beyond 64 bits, keys that are not strings)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
 def _api_error(status: int, body: bytes | str) -> E.ApiError:
     try:
-        st = json.loads(body)
+        st = loads(body)
     except (ValueError, TypeError):
         st = {"message": body.decode(errors="replace") if isinstance(body, bytes) else str(body)}
     if not isinstance(st, dict):
@@ -97,8 +118,69 @@ def _path(cls: type[KubeObject], namespace: str | None, name: str = "", sub: str
     return base
 
 
+def pool_manager(cfg: Any) -> Any:
+    """The urllib3 pool manager the official client builds for ``cfg``
+    (``kubernetes.client.rest.RESTClientObject``): the same certificate checks, client
+    certificate, SNI name, socket options and pool size. Without a proxy it is built here (the
+    same arguments; a test compares them); through a proxy the official client builds it."""
+    import ssl
+
+    import urllib3
+
+    if cfg.proxy:
+        from kubernetes.client.rest import RESTClientObject
+
+        return RESTClientObject(cfg).pool_manager
+    args: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED if cfg.verify_ssl else ssl.CERT_NONE,
+        "ca_certs": cfg.ssl_ca_cert,
+        "cert_file": cfg.cert_file,
+        "key_file": cfg.key_file,
+        "ca_cert_data": getattr(cfg, "ca_cert_data", None),
+    }
+    if cfg.assert_hostname is not None:
+        args["assert_hostname"] = cfg.assert_hostname
+    if cfg.retries is not None:
+        args["retries"] = cfg.retries
+    if cfg.tls_server_name:
+        args["server_hostname"] = cfg.tls_server_name
+    if cfg.socket_options is not None:
+        args["socket_options"] = cfg.socket_options
+    elif getattr(cfg, "keep_alive", False):
+        from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+
+        args["socket_options"] = tcp_keepalive_socket_options()
+    if cfg.connection_pool_maxsize is not None:
+        args["maxsize"] = cfg.connection_pool_maxsize
+    return urllib3.PoolManager(**args)
+
+
+def _transport(pool: Any, host: str, maxsize: int) -> Transport | Urllib3Transport:
+    """Lean keep-alive connections to ``host``, opened by ``pool``'s connection class (TLS as
+    configured); urllib3 all the way when a proxy is in between."""
+    import urllib3
+
+    if isinstance(pool, urllib3.ProxyManager) or type(pool).__name__ == "SOCKSProxyManager":
+        return Urllib3Transport(pool, host)
+    u = urllib3.util.parse_url(host)
+    scheme = u.scheme or "http"
+    port = u.port or (443 if scheme == "https" else 80)
+    cpool = pool.connection_from_host(u.host, port, scheme)
+
+    def connect(timeout: float | None) -> tuple[Any, Any]:
+        conn = cpool._new_conn()
+        if timeout is not None:
+            conn.timeout = timeout
+        conn.connect()
+        return conn.sock, conn
+
+    default = (scheme == "https" and port == 443) or (scheme == "http" and port == 80)
+    return Transport(connect, u.host if default else f"{u.host}:{port}", maxsize)
+
+
 class RestWatch:
-    """A watch stream read by a background thread; events are ksched.api objects."""
+    """A watch stream read by a background thread; events are ksched.api objects, decoded line
+    by line as the stream delivers them."""
 
     def __init__(self, client: RestClient, url: str, kind: type[KubeObject]) -> None:
         self.client = client
@@ -122,12 +204,27 @@ class RestWatch:
         if n is not None:
             n()
 
-    def _run(self, url: str) -> None:
+    def _event(self, line: bytes) -> bool:
+        """Decode one line of the stream and queue its event; False after an ERROR event."""
+        d = loads(line)
+        t = d.get("type")
+        o = d.get("object") or {}
+        if t == "ERROR":
+            self._error = _api_error(int(o.get("code") or 500), dumps(o))
+            self._push(WatchEvent("ERROR", None, 0))
+            return False
+        md = o.get("metadata") or {}
+        rv = int(md.get("resourceVersion") or 0)
+        if t == "BOOKMARK":
+            self._push(WatchEvent("BOOKMARK", None, rv))
+        else:
+            self._push(WatchEvent(t, self.kind.from_dict(o), rv))
+        return True
 
+    def _run(self, url: str) -> None:
         try:
             try:
-                resp = self.client._request("GET", url, stream=True,
-                                            timeout=urllib3.Timeout(connect=10, read=None))
+                resp = self.client._stream(url)
             except E.ApiError as e:  # the server refused the watch (400, 401, ...)
                 self._error = e
                 raise
@@ -135,41 +232,32 @@ class RestWatch:
             self._started.set()
             if self.closed:  # stopped while the request was on its way
                 return
-            buf = b""
-            for chunk in resp.stream(64 * 1024, decode_content=True):
+            rest = b""
+            for chunk in resp.chunks():
                 if self.closed:
                     break
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if not line.strip():
+                if rest:
+                    chunk = rest + chunk
+                if not chunk.endswith(b"\n"):
+                    # Part of an event: keep the tail until the rest of its line arrives.
+                    cut = chunk.rfind(b"\n") + 1
+                    rest = chunk[cut:]
+                    chunk = chunk[:cut]
+                    if not chunk:
                         continue
-                    d = json.loads(line)
-                    t = d.get("type")
-                    o = d.get("object") or {}
-                    if t == "ERROR":
-                        self._error = _api_error(int(o.get("code") or 500), json.dumps(o))
-                        self._push(WatchEvent("ERROR", None, 0))
+                else:
+                    rest = b""
+                for line in chunk.split(b"\n"):
+                    if line and not line.isspace() and not self._event(line):
                         return
-                    md = o.get("metadata") or {}
-                    rv = int(md.get("resourceVersion") or 0)
-                    if t == "BOOKMARK":
-                        self._push(WatchEvent("BOOKMARK", None, rv))
-                    else:
-                        self._push(WatchEvent(t, self.kind.from_dict(o), rv))
         except Exception as e:
             if not self.closed:
                 log.debug("watch of %s ended: %s", self.kind.PLURAL, e)
         finally:
-            # This thread alone closes the response and gives its (closed) connection back to the
-            # pool, exactly once: a connection released twice would be handed to two requests.
+            # This thread alone closes the stream (and its connection), exactly once.
             r = self._resp
             if r is not None:
-                try:
-                    r.close()
-                    r.release_conn()
-                except Exception:  # the connection may already be gone
-                    pass
+                r.close()
             with self._cond:
                 self.closed = True
                 self._cond.notify_all()
@@ -200,14 +288,8 @@ class RestWatch:
         r = self._resp
         if r is not None:
             # Shut the socket down: the reader thread, blocked on an idle stream, wakes up at
-            # once (closing the response from here would wait for the reader's buffer lock, i.e.
-            # for the next event) and closes and releases the response itself.
-            sock = getattr(getattr(r, "connection", None), "sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            # once and closes the stream itself.
+            r.shutdown()
 
 
 class RestClient:
@@ -216,16 +298,19 @@ class RestClient:
     def __init__(self, configuration: Any | None = None, *, kubeconfig: str | None = None,
                  context: str | None = None, field_manager: str = "ksched", timeout: float = 30.0,
                  scheme: Scheme | None = None) -> None:
-        from kubernetes.client import ApiClient
-
         cfg = configuration if configuration is not None else load_client_configuration(kubeconfig, context)
         # One connection per binding worker (16) plus the long-lived watches: the default pool
         # (5 per CPU) would keep opening and discarding connections under load.
         cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, POOL_MAXSIZE)
         self.configuration = cfg
-        self.api_client = ApiClient(cfg)
-        self.pool = self.api_client.rest_client.pool_manager
         self.host = cfg.host.rstrip("/")
+        self.pool = pool_manager(cfg)
+        self.transport = _transport(self.pool, self.host, cfg.connection_pool_maxsize)
+        # A path the server is mounted under (https://host/k8s/clusters/c-1), for the lean transport.
+        import urllib3
+
+        self._prefix = "" if isinstance(self.transport, Urllib3Transport) else \
+            (urllib3.util.parse_url(self.host).path or "").rstrip("/")
         self.field_manager = field_manager
         self.timeout = timeout
         # The kinds this client knows: the built-in ones, and the custom kinds registered by
@@ -233,41 +318,64 @@ class RestClient:
         self.scheme = scheme or Scheme()
         # Objects per page of a list (``limit``; the rest follow with ``continue``).
         self.page_size = 500
+        self._auth_key: Any = None
+        self._auth: dict[str, str] = {}
 
     # ---------------------------------------------------------------- transport
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The configured credentials as headers (a refresh hook runs first, as the official
+        client runs it before every request); recomputed only when the credentials changed."""
+        cfg = self.configuration
+        if cfg.refresh_api_key_hook is not None:
+            cfg.refresh_api_key_hook(cfg)
+        key = (tuple(cfg.api_key.items()), tuple(cfg.api_key_prefix.items()), cfg.username, cfg.password)
+        if key != self._auth_key:
+            h: dict[str, str] = {}
+            for auth in cfg.auth_settings().values():
+                if auth.get("in") == "header" and auth.get("value"):
+                    h[auth["key"]] = auth["value"]
+            self._auth, self._auth_key = h, key
+        return self._auth
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         h = {"Accept": "application/json", "User-Agent": "ksched"}
         if content_type:
             h["Content-Type"] = content_type
-        cfg = self.configuration
-        if cfg.refresh_api_key_hook is not None:
-            cfg.refresh_api_key_hook(cfg)
-        for auth in cfg.auth_settings().values():
-            if auth.get("in") == "header" and auth.get("value"):
-                h[auth["key"]] = auth["value"]
+        auth = self._auth_headers()
+        if auth:
+            h.update(auth)
         return h
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                 stream: bool = False, timeout: Any = None) -> Any:
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+                 timeout: Any = None) -> bytes:
+        """One request; the response body, or the ApiError the server's Status says."""
+        data = None if body is None else dumps(body)
         try:
-            resp = self.pool.request(method, self.host + path, body=data,
-                                     headers=self._headers(content_type if data is not None else None),
-                                     preload_content=not stream,
-                                     timeout=timeout if timeout is not None else self.timeout)
-        except (urllib3.exceptions.HTTPError, OSError) as e:
+            status, _, payload = self.transport.request(
+                method, self._prefix + path, self._headers(content_type if data is not None else None), data,
+                timeout if timeout is not None else self.timeout)
+        except TransportError as e:
             # Connection refused or reset, timeouts: an API error like any other, so callers that
             # handle failed requests (bindings, status patches, events) handle these too.
             raise E.ServiceUnavailable(f"{method} {self.host}{path}: {e}") from e
-        if resp.status >= 400:
-            payload = resp.data if not stream else resp.read()
-            raise _api_error(resp.status, payload)
-        return resp
+        if status >= 400:
+            raise _api_error(status, payload)
+        return payload
+
+    def _stream(self, path: str) -> Any:
+        """A GET whose body is read as it arrives (a watch): the open stream, or the ApiError."""
+        try:
+            status, _, payload, stream = self.transport.stream("GET", self._prefix + path, self._headers(), 10.0)
+        except TransportError as e:
+            raise E.ServiceUnavailable(f"GET {self.host}{path}: {e}") from e
+        if stream is None:
+            raise _api_error(status, payload)
+        return stream
 
     def _json(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-        resp = self._request(method, path, body, content_type)
-        return json.loads(resp.data) if resp.data else None
+        data = self._request(method, path, body, content_type)
+        return loads(data) if data else None
 
     def _cls(self, kind: str | type[KubeObject], api_version: str = "") -> type[KubeObject]:
         if isinstance(kind, type):

@@ -29,7 +29,8 @@ from ksched.sim.breakdown import Breakdown, breakdown
 from ksched.sim.cluster import EmbeddedCluster
 from ksched.sim.workloads import WORKLOADS, Phase, Workload, node_default, pod_default
 
-__all__ = ["WORKLOADS", "Phase", "Workload", "median_run", "node_default", "pod_default", "run_workload"]
+__all__ = ["WORKLOADS", "Phase", "Workload", "median_run", "node_default", "peak_rss_mib", "pod_default",
+           "run_workload"]
 
 Manifest = dict[str, Any]
 
@@ -247,6 +248,18 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def peak_rss_mib(pid: int) -> float | None:
+    """A process's peak resident set so far (Linux /proc VmHWM), None where unknown."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _cpu_snapshot(group: Any) -> dict[str, float]:
     out = {"apiserver": _cpu_seconds(os.getpid())}
     for name, p in group.processes.items():
@@ -349,6 +362,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         ok = watch.wait_for(n_init + n_measured, timeout)
         elapsed = time.perf_counter() - start
         cpu1 = _cpu_snapshot(group)
+        rss = {name: peak_rss_mib(p.pid) for name, p in group.processes.items()}
+        rss["apiserver"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         dispatch_s = max(0.0, watch.last_dispatch - start)
         if not ok:
             error = f"measured pods not all bound in {timeout}s"
@@ -394,6 +409,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
         # CPU seconds each process used during the measured phase ("apiserver": this process,
         # which serves the API and creates the pods).
         "cpu_seconds": {k: round(cpu1[k] - cpu0.get(k, 0.0), 2) for k in cpu1},
+        # Peak resident set of each process at the end of the measured phase (MiB).
+        "peak_rss_mib": rss,
         "overcommitted_nodes": over,
         "setup_seconds": round(setup_s, 2),
         "exit_codes": codes,
