@@ -376,6 +376,31 @@ def test_in_flight_events_are_dropped_when_no_pod_is_in_flight():
     assert q._in_flight_events == [] and q.in_flight == {}
 
 
+def test_in_flight_events_kept_are_those_since_the_oldest_pod_in_flight():
+    """Pods finish in any order: the events kept are exactly those since the oldest pod still
+    in flight popped (the queue finds it without scanning every pod in flight)."""
+    import random
+
+    rng = random.Random(7)
+    q = new_queue()
+    popped: dict[str, int] = {}  # uid -> number of events recorded before its pop
+    total = 0
+    for i in range(300):
+        if rng.random() < 0.5 or not popped:
+            q.add(make_pod(f"p{i}", uid=f"u{i}"))
+            qpi = q.pop()
+            popped[qpi.pod.uid] = total
+        if rng.random() < 0.7:
+            q.move_all_to_active_or_backoff(NODE_ADD, None, object())
+            total += 1
+        if popped and rng.random() < 0.45:
+            uid = rng.choice(sorted(popped))
+            q.done(q.in_flight[uid].pod)
+            del popped[uid]
+        kept = total - min(popped.values()) if popped else 0
+        assert len(q._in_flight_events) == kept
+
+
 def test_in_flight_pod_update_is_remembered():
     """Upstream records a pod's own update while it is in flight (addEventsIfPodInFlight): a
     toleration added during the attempt requeues the pod when the taint rejected it."""
