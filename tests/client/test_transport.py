@@ -398,3 +398,55 @@ def test_through_a_proxy_urllib3_does_the_exchange(serve: Any) -> None:
     assert [p for _, p, _ in srv.requests] == ["http://kube.invalid:8080/api/v1/pods?limit=500",
                                                "http://kube.invalid:8080/api/v1/pods?watch=true&allowWatchBookmarks=true"
                                                "&resourceVersion=4"]
+
+
+def test_tls_is_verified_as_configured(tmp_path: Any) -> None:
+    """Over TLS the transport's connections check the server as configured: the right CA
+    passes, another CA or a wrong server name fails, insecure-skip-tls-verify passes; and the
+    connection is reused across requests."""
+    from ksched.api import errors as E
+    from ksched.apiserver.http import ApiServer
+    from ksched.apiserver.kubeconfig import write_kubeconfig
+    from ksched.apiserver.store import Store
+    from ksched.apiserver.tls import make_self_signed, server_ssl_context
+
+    crt, key = make_self_signed(tmp_path / "pki", ["127.0.0.1"])
+    other, _ = make_self_signed(tmp_path / "other", ["127.0.0.1"])
+    store = Store()
+    server = ApiServer(store, "127.0.0.1", 0, ssl_context=server_ssl_context(crt, key))
+    server.start()
+    try:
+        good = RestClient(kubeconfig=str(write_kubeconfig(tmp_path / "good", server.url, ca_file=crt)))
+        for _ in range(5):
+            assert good.list("Pod") == ([], str(store.resource_version))
+        assert good.transport.opened == 1  # type: ignore[union-attr]
+        bad = RestClient(kubeconfig=str(write_kubeconfig(tmp_path / "bad", server.url, ca_file=other)))
+        with pytest.raises(E.ServiceUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+            bad.list("Pod")
+        doc = yaml_load(tmp_path / "good")
+        doc["clusters"][0]["cluster"]["tls-server-name"] = "not-the-server.example"
+        (tmp_path / "sni").write_text(yaml_dump(doc))
+        with pytest.raises(E.ServiceUnavailable, match=r"not-the-server\.example|hostname"):
+            RestClient(kubeconfig=str(tmp_path / "sni")).list("Pod")
+        doc = yaml_load(tmp_path / "bad")
+        doc["clusters"][0]["cluster"] = {"server": server.url, "insecure-skip-tls-verify": True}
+        (tmp_path / "insecure").write_text(yaml_dump(doc))
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert RestClient(kubeconfig=str(tmp_path / "insecure")).list("Pod")[0] == []
+    finally:
+        server.stop()
+
+
+def yaml_load(p: Any) -> Any:
+    import yaml
+
+    return yaml.safe_load(p.read_text())
+
+
+def yaml_dump(d: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(d)

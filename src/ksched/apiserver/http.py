@@ -33,6 +33,7 @@ from ksched.api.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from ksched.api.jsoncodec import dumps
 from ksched.api.labels import SelectorError, parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
 from ksched.api.watch import BOOKMARK, WatchEvent
@@ -95,7 +96,7 @@ def _status_ok(details: dict[str, Any] | None = None, code: int = 200) -> dict[s
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(data, separators=(",", ":")).encode(), status=status,
+    return web.Response(body=dumps(data), status=status,
                         content_type="application/json")
 
 
@@ -621,7 +622,7 @@ class ApiServer:
             if table:
                 obj = to_table(kind, [ev.object], self.store.now(), ev.object.resource_version,
                                include_object=request.query.get("includeObject", "Metadata"))
-        return json.dumps({"type": ev.type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return dumps({"type": ev.type, "object": obj}) + b"\n"
 
     async def _watch(self, request: web.Request, cls: type[KubeObject], namespace: str,
                      name: str) -> web.StreamResponse:

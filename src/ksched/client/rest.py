@@ -5,24 +5,22 @@ Configuration, authentication and TLS come from the official Kubernetes Python c
 in-cluster service accounts). Requests go over pooled keep-alive connections
 (``ksched.client.transport``: connections opened through urllib3 with the configured TLS, the
 HTTP exchange itself done lean; through a proxy, urllib3 does all of it). JSON is decoded with
-orjson and parsed once into ``ksched.api`` objects: the generated model classes are never used
+orjson (``ksched.api.jsoncodec``) and parsed once into ``ksched.api`` objects: the generated model classes are never used
 on the hot path. Watches stream in a background thread per watch, each event decoded as its line
 arrives.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import deque
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import orjson
-
 from ksched.api import errors as E
 from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.jsoncodec import dumps, loads
 from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject
@@ -31,7 +29,7 @@ from ksched.api.scheme import Scheme
 from ksched.api.watch import WatchEvent
 from ksched.client.transport import Transport, TransportError, Urllib3Transport
 
-__all__ = ["RestClient", "RestWatch", "dumps", "load_client_configuration", "loads"]
+__all__ = ["RestClient", "RestWatch", "load_client_configuration"]
 
 log = logging.getLogger(__name__)
 
@@ -41,24 +39,6 @@ _ERRORS_BY_CODE: dict[int, type[E.ApiError]] = {
     400: E.BadRequest, 401: E.Unauthorized, 403: E.Forbidden, 404: E.NotFound, 405: E.MethodNotAllowed,
     410: E.Gone, 415: E.UnsupportedMediaType, 422: E.Invalid, 429: E.TooManyRequests,
 }
-
-
-def loads(data: bytes | str) -> Any:
-    """JSON text -> Python values: orjson (several times faster than the json module), and the
-    json module for what orjson refuses that json reads (integers beyond 64 bits, NaN)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
-
-
-def dumps(obj: Any) -> bytes:
-    """Python values -> compact JSON (orjson; the json module for what orjson cannot write:
-    integers beyond 64 bits, keys that are not strings)."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:
-        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def _api_error(status: int, body: bytes | str) -> E.ApiError:
@@ -86,12 +66,21 @@ def _api_error(status: int, body: bytes | str) -> E.ApiError:
 def load_client_configuration(kubeconfig: str | None = None, context: str | None = None,
                               in_cluster: bool | None = None) -> Any:
     """A kubernetes.client.Configuration from a kubeconfig (default locations too) or the
-    in-cluster service account."""
+    in-cluster service account. A kubeconfig with only a server, CA, token or client
+    certificate is read without importing the official client (``ksched.client.kubeconfig``:
+    the same result, a third of a second sooner); anything else by the official loader."""
+    in_cluster = in_cluster or (in_cluster is None and kubeconfig is None and _in_cluster())
+    if not in_cluster:
+        from ksched.client.kubeconfig import load
+
+        lean = load(kubeconfig, context)
+        if lean is not None:
+            return lean
     from kubernetes import config as kconfig
     from kubernetes.client import Configuration
 
     cfg = Configuration()
-    if in_cluster or (in_cluster is None and kubeconfig is None and _in_cluster()):
+    if in_cluster:
         kconfig.load_incluster_config(client_configuration=cfg)
     else:
         kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
