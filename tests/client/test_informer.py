@@ -433,3 +433,72 @@ def test_in_process_client_operations(store: Store) -> None:
     c.create(mkpod("b"))
     assert c.delete("Pod", "default", "b") is not None
     assert store.count("Pod") == 0
+
+
+def test_indices_built_on_first_use_agree_with_a_scan() -> None:
+    """Each index is built when first asked for and kept current afterwards: at any point of a
+    random sequence of upserts and removals, by_index equals a scan of the objects held."""
+    import random
+
+    from ksched.api.pod import Pod
+
+    rng = random.Random(3)
+    ix = Indexer({"node": lambda o: [o.node_name] if o.node_name else [],
+                  "label": lambda o: sorted(o.labels.values())})
+    asked: set[str] = set()
+    for step in range(400):
+        name = f"p{rng.randrange(30)}"
+        if rng.random() < 0.25:
+            ix.remove(f"ns{rng.randrange(3)}/{name}")
+        else:
+            m = mkpod(name, ns=f"ns{rng.randrange(3)}", labels={"a": f"v{rng.randrange(4)}", "b": "w"})
+            if rng.random() < 0.6:
+                m["spec"]["nodeName"] = f"n{rng.randrange(4)}"
+            ix.upsert(Pod(m))
+        if step in (50, 120, 300) or rng.random() < 0.05:
+            index = rng.choice(["namespace", "node", "label"])
+            asked.add(index)
+        for index in asked:
+            fn = ix._indexers[index]
+            for value in {v for o in ix.items.values() for v in fn(o)} | {"nothing"}:
+                want = sorted(o.key for o in ix.items.values() if value in fn(o))
+                assert sorted(o.key for o in ix.by_index(index, value)) == want, (step, index, value)
+    assert asked == {"namespace", "node", "label"}
+    assert set(ix._indices) == asked
+    with pytest.raises(KeyError):
+        ix.by_index("no-such-index", "x")
+
+
+def test_a_list_delivered_page_by_page_gives_the_deltas_of_one_replace() -> None:
+    """replace_page + replace_done give the same deltas as replace of the whole list, and with
+    pages processed as they arrive the indexer ends the same."""
+    import random
+
+    from ksched.api.pod import Pod
+
+    rng = random.Random(11)
+    for _ in range(20):
+        known = {f"default/k{i}": Pod(mkpod(f"k{i}")) for i in range(rng.randrange(0, 30)) if rng.random() < 0.7}
+        listed = [Pod(mkpod(f"k{i}", labels={"v": str(rng.randrange(3))})) for i in range(rng.randrange(0, 30))
+                  if rng.random() < 0.6]
+        queued = [Pod(mkpod(f"k{i}")) for i in range(30) if rng.random() < 0.1]
+
+        def fifo(known: dict[str, Any] = known, queued: list[Any] = queued) -> DeltaFIFO:
+            f = DeltaFIFO(lambda: list(known), known.get)
+            for q in queued:
+                f.add(q)
+            return f
+
+        whole = fifo()
+        whole.replace(listed)
+        paged = fifo()
+        keys: set[str] = set()
+        size = rng.randrange(1, 8)
+        for i in range(0, len(listed), size):
+            paged.replace_page(listed[i:i + size], keys)
+        paged.replace_done(keys)
+
+        def shape(f: DeltaFIFO) -> list[Any]:
+            return [(k, [(t, o.key, getattr(o, "resource_version", None)) for t, o in ds]) for k, ds in f.pop_all()]
+
+        assert shape(paged) == shape(whole)

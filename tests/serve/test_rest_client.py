@@ -524,3 +524,47 @@ def test_informer_rewatches_after_the_server_restarts(client: RestClient, store:
         factory.stop()
         if again is not None:
             again.stop()
+
+
+def test_list_pages_requests_the_next_page_ahead(client: RestClient, store: Store) -> None:
+    """list_pages yields page by page; the next page is requested before the caller is done with
+    the current one; stopping early ends the read-ahead; a failed page raises from the loop."""
+    for i in range(1250):
+        store.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                      "metadata": {"name": f"l{i:04d}", "namespace": "default"}, "spec": {}})
+    rv = str(store.resource_version)
+    calls: list[str] = []
+    real = client._page
+
+    def spy(path: str, ls: Any, fs: Any, cont: str) -> Any:
+        calls.append(cont)
+        return real(path, ls, fs, cont)
+
+    client._page = spy  # type: ignore[method-assign]
+    pages = client.list_pages("Lease", "default")
+    first, first_rv = next(pages)
+    assert len(first) == 500 and first_rv == rv and len(calls) >= 1
+    wait_for(lambda: len(calls) >= 2, timeout=5, what="the second page requested ahead")
+    rest = list(pages)
+    assert [len(p) for p, _ in rest] == [500, 250] and all(r == rv for _, r in rest)
+    names = [o.name for p in [first, *(p for p, _ in rest)] for o in p]
+    assert names == [f"l{i:04d}" for i in range(1250)]
+    assert len(calls) == 3 and calls[0] == "" and all(calls[1:])
+    # Stopping after the first page: the read-ahead thread ends.
+    calls.clear()
+    pages = client.list_pages("Lease", "default")
+    next(pages)
+    pages.close()
+    wait_for(lambda: not any(t.name == "list-leases" for t in threading.enumerate()), timeout=5,
+             what="the read-ahead to stop")
+    assert len(calls) <= 3
+    # A page that fails (its continue token expired): the loop raises the error.
+
+    def failing(path: str, ls: Any, fs: Any, cont: str) -> Any:
+        if cont:
+            raise E.Gone("the provided continue parameter is too old")
+        return real(path, ls, fs, cont)
+
+    client._page = failing  # type: ignore[method-assign]
+    with pytest.raises(E.Gone):
+        client.list("Lease", "default")

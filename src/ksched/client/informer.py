@@ -93,25 +93,41 @@ class DeltaFIFO:
         """A full list: Replaced for each object, Deleted (final state unknown) for every key the
         indexer knows that the list no longer has."""
         with self._lock:
-            listed = set()
-            for o in objs:
-                listed.add(o.key)
-                self._add(REPLACED, o)
-            # Keys still queued (not yet in the indexer) that the list no longer has, as
-            # client-go's DeltaFIFO.Replace: their deletion was missed while the watch was down.
-            for k, deltas in list(self._items.items()):
-                if k in listed or deltas[-1][0] == DELETED:
-                    continue
-                last = deltas[-1][1]
-                if isinstance(last, DeletedFinalStateUnknown):
-                    last = last.obj
+            listed: set[str] = set()
+            self._replace_page(objs, listed)
+            self._replace_done(listed)
+
+    def replace_page(self, objs: list[KubeObject], listed: set[str]) -> None:
+        """One page of a list, delivered as it arrives (``replace_done`` with the same ``listed``
+        once the last page is in): the same deltas as ``replace`` of the whole list."""
+        with self._lock:
+            self._replace_page(objs, listed)
+
+    def replace_done(self, listed: set[str]) -> None:
+        with self._lock:
+            self._replace_done(listed)
+
+    def _replace_page(self, objs: list[KubeObject], listed: set[str]) -> None:
+        for o in objs:
+            listed.add(o.key)
+            self._add(REPLACED, o)
+
+    def _replace_done(self, listed: set[str]) -> None:
+        # Keys still queued (not yet in the indexer) that the list no longer has, as
+        # client-go's DeltaFIFO.Replace: their deletion was missed while the watch was down.
+        for k, deltas in list(self._items.items()):
+            if k in listed or deltas[-1][0] == DELETED:
+                continue
+            last = deltas[-1][1]
+            if isinstance(last, DeletedFinalStateUnknown):
+                last = last.obj
+            self._add(DELETED, DeletedFinalStateUnknown(k, last))
+        for k in list(self._known_keys()):
+            if k in listed or k in self._items:
+                continue
+            last = self._known_object(k)
+            if last is not None:
                 self._add(DELETED, DeletedFinalStateUnknown(k, last))
-            for k in list(self._known_keys()):
-                if k in listed or k in self._items:
-                    continue
-                last = self._known_object(k)
-                if last is not None:
-                    self._add(DELETED, DeletedFinalStateUnknown(k, last))
 
     def pop_all(self) -> list[tuple[str, list[tuple[str, Any]]]]:
         with self._lock:
@@ -127,22 +143,39 @@ IndexFunc = Callable[[KubeObject], list[str]]
 
 
 class Indexer:
-    """Objects by key, with secondary indices (``namespace`` always; others by name)."""
+    """Objects by key, with secondary indices (``namespace`` always; others by name).
+
+    An index is built the first time it is asked for (``by_index``), from the objects then
+    held, and kept current from then on: client-go builds every index on every add, and most
+    of them (the scheduler's pods and nodes by namespace) are never read. Results are the same.
+    """
 
     def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
         self.items: dict[str, KubeObject] = {}
         self._indexers: dict[str, IndexFunc] = {"namespace": lambda o: [o.namespace]}
         if indexers:
             self._indexers.update(indexers)
-        self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        # The indices built so far (name -> value -> keys).
+        self._indices: dict[str, dict[str, set[str]]] = {}
 
     def add_indexer(self, name: str, fn: IndexFunc) -> None:
         self._indexers[name] = fn
-        idx: dict[str, set[str]] = {}
-        for k, o in self.items.items():
-            for v in fn(o):
-                idx.setdefault(v, set()).add(k)
-        self._indices[name] = idx
+        self._indices.pop(name, None)  # (re)built on first use
+
+    def _built(self, name: str) -> dict[str, set[str]]:
+        idx = self._indices.get(name)
+        if idx is None:
+            fn = self._indexers[name]  # KeyError for an unknown index, as before
+            idx = {}
+            for k, o in self.items.items():
+                for v in fn(o):
+                    s = idx.get(v)
+                    if s is None:
+                        idx[v] = {k}
+                    else:
+                        s.add(k)
+            self._indices[name] = idx
+        return idx
 
     @staticmethod
     def _drop(idx: dict[str, set[str]], key: str, values: list[str]) -> None:
@@ -163,31 +196,33 @@ class Indexer:
                 s.add(key)
 
     def _unindex(self, key: str, obj: KubeObject) -> None:
-        for name, fn in self._indexers.items():
-            self._drop(self._indices[name], key, fn(obj))
+        for name, idx in self._indices.items():
+            self._drop(idx, key, self._indexers[name](obj))
 
     def _index(self, key: str, obj: KubeObject) -> None:
-        for name, fn in self._indexers.items():
-            self._put(self._indices[name], key, fn(obj))
+        for name, idx in self._indices.items():
+            self._put(idx, key, self._indexers[name](obj))
 
     def upsert(self, obj: KubeObject) -> KubeObject | None:
         key = obj.key
         old = self.items.get(key)
         self.items[key] = obj
+        if not self._indices:
+            return old
         if old is None:
             self._index(key, obj)
             return old
-        for name, fn in self._indexers.items():
+        for name, idx in self._indices.items():
+            fn = self._indexers[name]
             before, after = fn(old), fn(obj)
             if before != after:  # usually equal: an update seldom moves an object between index values
-                idx = self._indices[name]
                 self._drop(idx, key, before)
                 self._put(idx, key, after)
         return old
 
     def remove(self, key: str) -> KubeObject | None:
         old = self.items.pop(key, None)
-        if old is not None:
+        if old is not None and self._indices:
             self._unindex(key, old)
         return old
 
@@ -195,7 +230,7 @@ class Indexer:
         return self.items.get(key)
 
     def by_index(self, name: str, value: str) -> list[KubeObject]:
-        keys = self._indices[name].get(value, ())
+        keys = self._built(name).get(value, ())
         return [self.items[k] for k in keys]
 
     def list(self) -> list[KubeObject]:
@@ -275,8 +310,23 @@ class Reflector:
         self._thread: threading.Thread | None = None
 
     def list_and_watch(self) -> None:
-        items, rv = self.client.list(self.kind, self.namespace, self.label_selector, self.field_selector)
-        self.fifo.replace(items)
+        pages = getattr(self.client, "list_pages", None)
+        if pages is None:
+            items, rv = self.client.list(self.kind, self.namespace, self.label_selector, self.field_selector)
+            self.fifo.replace(items)
+        else:
+            # A paged list: each page goes into the FIFO as it arrives, so the informer's
+            # handlers can take it while the next pages are on their way. The deltas are those
+            # of one replace of the whole list (deletions once the last page is in), and the
+            # informer is synced only then.
+            listed: set[str] = set()
+            rv = ""
+            for items, page_rv in pages(self.kind, self.namespace, self.label_selector, self.field_selector):
+                rv = page_rv
+                self.fifo.replace_page(items, listed)
+                if self.notify is not None:
+                    self.notify()
+            self.fifo.replace_done(listed)
         self.last_rv = rv
         if self.listed:
             self.relists += 1

@@ -13,8 +13,10 @@ arrives.
 from __future__ import annotations
 
 import logging
+import queue as _queue
 import threading
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -407,24 +409,81 @@ class RestClient:
 
     def list(self, kind: str, namespace: str | None = None, label_selector: LabelSelector | None = None,
              field_selector: FieldSelector | None = None) -> tuple[list[KubeObject], str]:
-        cls = self._cls(kind)
         items: list[KubeObject] = []
-        cont = ""
         rv = ""
-        while True:
-            extra = {"limit": str(self.page_size)}
-            if cont:
-                extra["continue"] = cont
-            d = self._json("GET", _path(cls, namespace) + self._query(label_selector, field_selector, extra))
-            for it in d.get("items") or ():
-                it.setdefault("apiVersion", cls.API_VERSION)
-                it.setdefault("kind", cls.KIND)
-                items.append(cls.from_dict(it))
-            md = d.get("metadata") or {}
-            rv = rv or str(md.get("resourceVersion") or "")
-            cont = md.get("continue") or ""
-            if not cont:
-                return items, rv
+        for page, page_rv in self.list_pages(kind, namespace, label_selector, field_selector):
+            items.extend(page)
+            rv = page_rv
+        return items, rv
+
+    def _page(self, path: str, label_selector: LabelSelector | None, field_selector: FieldSelector | None,
+              cont: str) -> Any:
+        extra = {"limit": str(self.page_size)}
+        if cont:
+            extra["continue"] = cont
+        return self._json("GET", path + self._query(label_selector, field_selector, extra))
+
+    def list_pages(self, kind: str, namespace: str | None = None, label_selector: LabelSelector | None = None,
+                   field_selector: FieldSelector | None = None) -> Iterator[tuple[list[KubeObject], str]]:
+        """The list a page (``limit``: ``page_size``) at a time, as (objects, the list's resourceVersion).
+        While the caller takes one page, the next one is already requested (a thread follows the
+        continue tokens one page ahead): the API server prepares it while this one is decoded."""
+        cls = self._cls(kind)
+        path = _path(cls, namespace)
+        d = self._page(path, label_selector, field_selector, "")
+        md = d.get("metadata") or {}
+        rv = str(md.get("resourceVersion") or "")
+        cont = md.get("continue") or ""
+        if not cont:
+            yield self._objects(cls, d), rv
+            return
+        ahead: _queue.Queue[Any] = _queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def put(x: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    ahead.put(x, timeout=0.1)
+                    return True
+                except _queue.Full:
+                    continue
+            return False
+
+        def fetch(cont: str) -> None:
+            try:
+                while cont and not stop.is_set():
+                    page = self._page(path, label_selector, field_selector, cont)
+                    cont = (page.get("metadata") or {}).get("continue") or ""
+                    if not put(page):
+                        return
+                put(None)
+            except BaseException as e:  # handed to the caller, who raises it
+                put(e)
+
+        t = threading.Thread(target=fetch, args=(cont,), name=f"list-{cls.PLURAL}", daemon=True)
+        t.start()
+        try:
+            yield self._objects(cls, d), rv
+            while True:
+                page = ahead.get()
+                if page is None:
+                    return
+                if isinstance(page, BaseException):
+                    raise page
+                yield self._objects(cls, page), rv
+        finally:
+            stop.set()
+
+    @staticmethod
+    def _objects(cls: type[KubeObject], d: Any) -> list[KubeObject]:
+        out: list[KubeObject] = []
+        api_version, kind = cls.API_VERSION, cls.KIND
+        from_dict = cls.from_dict
+        for it in d.get("items") or ():
+            it.setdefault("apiVersion", api_version)
+            it.setdefault("kind", kind)
+            out.append(from_dict(it))
+        return out
 
     def watch(self, kind: str, namespace: str | None = None, resource_version: str = "",
               label_selector: LabelSelector | None = None, field_selector: FieldSelector | None = None,

@@ -209,7 +209,12 @@ class Scheduler(ScheduleOne):
         while not all(inf.reflector.listed for inf in self.informers.informers.values()):
             if stop.is_set() or time.monotonic() > deadline:
                 break
-            time.sleep(0.01)
+            # An informer whose list is done delivers it to the handlers now, while the others
+            # still list (as each of upstream's informers runs its handlers on its own); no pod
+            # is scheduled before every list is in.
+            self._wake.clear()
+            self.informers.process()
+            self._wake.wait(0.01)
         if ready is not None:
             ready.set()
         try:
