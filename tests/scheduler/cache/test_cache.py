@@ -645,3 +645,84 @@ class CacheMachine(RuleBasedStateMachine):
 TestCacheMachine = CacheMachine.TestCase
 TestCacheMachine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None,
                                      suppress_health_check=[HealthCheck.too_slow])
+
+
+# ----------------------------------------------------------------- rows written in bulk (fast path)
+
+
+def _table_view(c: Cache) -> dict[str, Any]:
+    t = c.table
+    width = len(t.cols)
+    return {name: (t.alloc[ni.row, :width].tolist(), t.req[ni.row, :width].tolist(), t.nz[ni.row].tolist())
+            for name, ni in sorted(c.nodes.items()) if ni.row >= 0}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rows_written_in_bulk_agree_with_rows_written_at_once(seed: int) -> None:
+    """Random node and pod changes applied to a cache that defers its table rows and to one that
+    writes each change at once (the reference): after every step the two tables, the snapshots
+    and the check of every row against its pods agree; extended resources get columns either
+    way."""
+    import random
+
+    rng = random.Random(seed)
+    fast, ref = Cache(), Cache(defer_rows=False)
+    assert fast.defer_rows and not ref.defer_rows
+    snaps = (Snapshot(fast.table.cols), Snapshot(ref.table.cols))
+    names = [f"n{i}" for i in range(6)]
+    nodes: dict[str, Any] = {}
+    pods: dict[str, Any] = {}
+    assumed: set[str] = set()
+    deferred = 0
+    for step in range(150):
+        op = rng.random()
+        if op < 0.2:
+            name = rng.choice(names)
+            alloc = {"nvidia.com/gpu": rng.randrange(1, 4)} if rng.random() < 0.3 else None
+            node = make_node(name, cpu=str(rng.randrange(1, 9)), allocatable=alloc)
+            for c in (fast, ref):
+                (c.update_node(nodes[name], node) if name in nodes else c.add_node(node))
+            nodes[name] = node
+        elif op < 0.27 and nodes:
+            name = rng.choice(sorted(nodes))
+            for c in (fast, ref):
+                c.remove_node(nodes[name])
+            del nodes[name]
+        elif op < 0.7:
+            uid = f"p{step}"
+            req = {"cpu": f"{rng.randrange(0, 900)}m", "memory": str(rng.randrange(0, 10**6))}
+            if rng.random() < 0.2:
+                req["nvidia.com/gpu"] = "1"
+            p = make_pod(uid, uid=uid, node_name=rng.choice(names), requests=req,
+                         limits={"nvidia.com/gpu": "1"} if "nvidia.com/gpu" in req else None)
+            if rng.random() < 0.3:
+                for c in (fast, ref):
+                    c.assume_pod(p)
+                assumed.add(uid)
+            else:
+                for c in (fast, ref):
+                    c.add_pod(p)
+            pods[uid] = p
+        elif op < 0.8 and assumed:
+            uid = rng.choice(sorted(assumed))
+            for c in (fast, ref):
+                c.forget_pod(pods[uid])
+            assumed.discard(uid)
+            del pods[uid]
+        elif pods:
+            uid = rng.choice(sorted(pods))
+            for c in (fast, ref):
+                c.remove_pod(pods[uid])
+            assumed.discard(uid)
+            del pods[uid]
+        deferred += len(fast._stale)
+        if rng.random() < 0.3:
+            for c, s in zip((fast, ref), snaps, strict=True):
+                c.update_snapshot(s)
+            assert not fast._stale
+            assert snapshot_view(snaps[0]) == snapshot_view(snaps[1]), step
+        if rng.random() < 0.2:
+            assert _table_view(fast) == _table_view(ref), step
+            assert fast.check_invariants() == [] and ref.check_invariants() == []
+    assert deferred > 0  # the fast path was taken
+    assert _table_view(fast) == _table_view(ref)
