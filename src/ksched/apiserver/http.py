@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ksched import __version__
+import ksched
 from ksched.aioserver import BackgroundServer
 from ksched.api.apiextensions import CustomObject
 from ksched.api.errors import (
@@ -207,7 +207,7 @@ class ApiServer:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         if path == "/version":
-            return _json({"major": "1", "minor": "36", "gitVersion": f"v1.36.0-ksched.{__version__}",
+            return _json({"major": "1", "minor": "36", "gitVersion": f"v1.36.0-ksched.{ksched.__version__}",
                           "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
                           "compiler": "ksched", "platform": "python"})
         if path == "/api":

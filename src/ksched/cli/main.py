@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ksched import __version__
+import ksched
 from ksched.cli import bench, compare, dispatch, replay, run, serve, simulate, snapshot, webhook
 from ksched.cli.common import EXIT_INVALID_INPUT
 
@@ -20,11 +20,24 @@ COMMANDS: dict[str, ModuleType] = {"simulate": simulate, "bench": bench, "serve"
 COMMANDS["snapshot"] = snapshot
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up only when asked for (see ``ksched.__version__``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = "show program's version number and exit") -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"ksched {ksched.__version__}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ksched",
         description="A Kubernetes scheduler and scheduling simulator, faithful to upstream kube-scheduler.")
-    parser.add_argument("--version", action="version", version=f"ksched {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v, -vv)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
