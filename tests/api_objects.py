@@ -88,3 +88,47 @@ def pv(name: str, cls: str = "", size: str = "5Gi", modes: tuple[str, ...] = ("R
         md["labels"] = labels
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": md,
             "spec": {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls, **spec}}
+
+
+# ---------------------------------------------------------------- apps/v1 workloads
+
+
+def mktemplate(labels: dict[str, str], image: str = "img", cpu: str | None = None, **spec: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": "c", "image": image}
+    if cpu is not None:
+        c["resources"] = {"requests": {"cpu": cpu}}
+    return {"metadata": {"labels": dict(labels)}, "spec": {"containers": [c], **spec}}
+
+
+def mkdeploy(name: str, replicas: int | None = 3, labels: dict[str, str] | None = None, image: str = "img",
+             ns: str = "default", strategy: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    s: dict[str, Any] = {"selector": {"matchLabels": dict(labels)}, "template": mktemplate(labels, image), **spec}
+    if replicas is not None:
+        s["replicas"] = replicas
+    if strategy is not None:
+        s["strategy"] = strategy
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns}, "spec": s}
+
+
+def mkrs(name: str, replicas: int = 3, labels: dict[str, str] | None = None, image: str = "img",
+         ns: str = "default", **spec: Any) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(labels)},
+                     "template": mktemplate(labels, image), **spec}}
+
+
+def mksts(name: str, replicas: int = 3, labels: dict[str, str] | None = None, image: str = "img",
+          ns: str = "default", **spec: Any) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": dict(labels)},
+                     "template": mktemplate(labels, image), **spec}}
+
+
+def mkds(name: str, labels: dict[str, str] | None = None, image: str = "img", ns: str = "default",
+         **spec: Any) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"matchLabels": dict(labels)}, "template": mktemplate(labels, image), **spec}}

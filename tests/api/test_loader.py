@@ -215,14 +215,14 @@ def test_list_item_errors_carry_the_item_index(tmp_path: Path) -> None:
 
 
 def test_unknown_kinds_and_non_objects(tmp_path: Path) -> None:
-    f = write(tmp_path, "x.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\n- 1\n- 2\n"
+    f = write(tmp_path, "x.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: d}\n---\n- 1\n- 2\n"
                                   "---\n42\n---\nkind: List\nitems: 3\n---\nkind: List\nitems: [1]\n---\n"
                                   "metadata: {name: nokind}\n")
     res = load_manifests([f])
     assert res.objects == []
     msgs = [str(e) for e in res.errors]
     assert len(msgs) == 6
-    assert f'{f}[0]: Deployment d: kind: no kind "Deployment" is registered for version "apps/v1"' in msgs
+    assert f'{f}[0]: Widget d: kind: no kind "Widget" is registered for version "example.com/v1"' in msgs
     assert f"{f}[1]: expected an object, got list" in msgs
     assert f"{f}[2]: expected an object, got int" in msgs
     assert f"{f}[3]: List: items: items must be a list" in msgs

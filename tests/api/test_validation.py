@@ -94,6 +94,23 @@ VALID_OTHERS: list[dict[str, Any]] = [
     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "namespace": "d"},
      "spec": {"leaseDurationSeconds": 15}},
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "d"},
+     "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+              "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                    "resources": {"requests": {"cpu": "100m"}}}]}}}},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "d"},
+     "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}},
+              "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+              "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                  "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "d"},
+     "spec": {"selector": {"matchLabels": {"app": "agent"}},
+              "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+              "template": {"metadata": {"labels": {"app": "agent"}},
+                           "spec": {"containers": [{"name": "c", "image": "x"}]}}}},
 ]
 
 
@@ -421,7 +438,7 @@ def test_pv_and_pvc_need_storage_and_access_modes() -> None:
 def test_not_an_object_or_unknown_kind() -> None:
     assert errs([1, 2]) == ["expected an object, got list"]
     assert errs({"metadata": {"name": "x"}}) == ["kind: Required value"]
-    assert [(x.path, x.reason) for x in validate({"kind": "Deployment"})] == [("kind", "FieldValueNotSupported")]
+    assert [(x.path, x.reason) for x in validate({"kind": "Widget"})] == [("kind", "FieldValueNotSupported")]
     assert [x.path for x in validate({"kind": ["Pod"]})] == ["kind"]
 
 

@@ -134,21 +134,21 @@ def test_cronjob_defaults(store: Store) -> None:
      'spec.podReplacementPolicy: Unsupported value: "Never": supported values: "Failed", "TerminatingOrFailed"'),
 ])
 def test_job_spec_validation(store: Store, spec: dict[str, Any], message: str) -> None:
-    assert invalid(store, mkjob(**spec)) == f'Job "pi" is invalid: {message}'
+    assert invalid(store, mkjob(**spec)) == f'Job.batch "pi" is invalid: {message}'
     assert store.count("Job") == 0
 
 
 def test_a_job_pod_template_must_not_restart_always(store: Store) -> None:
     raw = mkjob()
     del raw["spec"]["template"]["spec"]["restartPolicy"]  # the pod default, Always
-    assert invalid(store, raw) == ('Job "pi" is invalid: spec.template.spec.restartPolicy: Unsupported value: '
+    assert invalid(store, raw) == ('Job.batch "pi" is invalid: spec.template.spec.restartPolicy: Unsupported value: '
                                    '"Always": supported values: "OnFailure", "Never"')
 
 
 def test_the_template_is_validated_as_a_pod_with_its_path(store: Store) -> None:
     raw = mkjob()
     raw["spec"]["template"]["spec"]["containers"][0]["image"] = ""
-    assert invalid(store, raw) == 'Job "pi" is invalid: spec.template.spec.containers[0].image: Required value'
+    assert invalid(store, raw) == 'Job.batch "pi" is invalid: spec.template.spec.containers[0].image: Required value'
 
 
 def test_selector_must_match_the_template_labels(store: Store) -> None:
@@ -208,7 +208,7 @@ def test_pod_failure_policy_validation(store: Store) -> None:
 ])
 def test_cronjob_validation(store: Store, raw: dict[str, Any], message: str) -> None:
     name = raw["metadata"]["name"]
-    assert invalid(store, raw) == f'CronJob "{name}" is invalid: {message}'
+    assert invalid(store, raw) == f'CronJob.batch "{name}" is invalid: {message}'
 
 
 def test_a_cronjob_job_template_is_validated_with_its_path(store: Store) -> None:

@@ -155,7 +155,7 @@ def test_pod_schema_fields_types_required_descriptions_and_merge_keys() -> None:
 
 
 def test_kinds_registered_later_get_schemas_and_paths() -> None:
-    kinds: list[Any] = [*KINDS.values()]
+    kinds: list[Any] = [c for c in KINDS.values() if c.API_VERSION != "apps/v1"]  # apps/v1 comes later
     docs = OpenAPIDocuments(lambda: kinds, status_subresource=has_status_subresource)
     assert docs.v3("apps", "v1") is None
     before = docs.v3_index()["paths"]["api/v1"]

@@ -115,11 +115,11 @@ def test_generate_name(store: Store) -> None:
 
 def test_unknown_kind_and_bad_bodies(store: Store) -> None:
     with pytest.raises(BadRequest):
-        store.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})
+        store.create({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "d"}})
     with pytest.raises(BadRequest):
         store.create({"metadata": {"name": "d"}})
     with pytest.raises(NotFound):
-        store.list("Deployment")
+        store.list("Widget")
     with pytest.raises(BadRequest):
         store.create(mkpod("a", ns="kube-system"), namespace="default")
 

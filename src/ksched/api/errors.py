@@ -198,7 +198,8 @@ class Invalid(ApiError):
     @classmethod
     def of(cls, kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
         # As upstream's NewInvalid: several errors are shown as an aggregate, "[a, b]".
-        msg = f'{kind} "{name}" is invalid: ' + aggregate_error_message(str(e) for e in errors)
+        qualified = f"{kind}.{group}" if group else kind  # schema.GroupKind.String()
+        msg = f'{qualified} "{name}" is invalid: ' + aggregate_error_message(str(e) for e in errors)
         causes = [{"reason": e.reason, "message": e.message, "field": e.path} for e in errors]
         return cls(msg, kind=kind, name=name, group=group, causes=causes)
 

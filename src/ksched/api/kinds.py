@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ksched.api.apiextensions import CustomResourceDefinition
+from ksched.api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from ksched.api.batch import CronJob, Job
 from ksched.api.config import ConfigMap, Secret
 from ksched.api.endpointslice import EndpointSlice
@@ -36,6 +37,7 @@ KINDS: dict[str, type[KubeObject]] = {
 KINDS.update({c.KIND: c for c in (
     Service, EndpointSlice, ConfigMap, Secret, ServiceAccount, LimitRange, ResourceQuota, RuntimeClass, Role,
     ClusterRole, RoleBinding, ClusterRoleBinding, CustomResourceDefinition)})
+KINDS.update({c.KIND: c for c in (Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision)})
 KIND_BY_PLURAL: dict[str, type[KubeObject]] = {c.PLURAL: c for c in KINDS.values()}
 
 # Older API versions a manifest may still use for the same kinds.

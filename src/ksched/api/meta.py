@@ -92,7 +92,8 @@ class OwnerReference:
 class KubeObject:
     """Common metadata of all kinds. Subclasses set KIND, API_VERSION, PLURAL, NAMESPACED (and
     STATUS_SUBRESOURCE when the kind has a ``status`` subresource: updates of the main resource
-    then leave the status alone)."""
+    then leave the status alone; SCALE_SUBRESOURCE when it has a ``scale`` subresource, an
+    autoscaling/v1 Scale of its ``spec.replicas``)."""
 
     KIND: ClassVar[str] = ""
     API_VERSION: ClassVar[str] = "v1"
@@ -109,6 +110,7 @@ class KubeObject:
         super().__init_subclass__(**kwargs)
         if "KIND_KEY" not in cls.__dict__:
             cls.KIND_KEY = cls.KIND
+    SCALE_SUBRESOURCE: ClassVar[bool] = False
 
     __slots__ = (
         "annotations",
@@ -147,6 +149,16 @@ class KubeObject:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Self:
         return cls(raw)
+
+    @classmethod
+    def prepare_for_create(cls, raw: dict[str, Any]) -> None:
+        """The kind's API defaults and create strategy (upstream's ``SetDefaults_*`` and
+        registry ``PrepareForCreate``), in place on a private manifest before validation."""
+
+    @classmethod
+    def prepare_for_update(cls, raw: dict[str, Any], old_raw: dict[str, Any]) -> None:
+        """The kind's API defaults and update strategy (``PrepareForUpdate``), in place on the
+        private new manifest of a (non-status) update; ``old_raw`` is the stored one."""
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest (shared, do not mutate; use ``deepcopy`` for a private copy)."""

@@ -18,7 +18,7 @@ from ksched.api.labels import LabelSelector
 from ksched.api.quantity import QuantityError, parse_quantity
 from ksched.api.resources import is_extended_resource, is_hugepages, is_native
 
-__all__ = ["validate", "validate_metadata", "validate_quantity"]
+__all__ = ["validate", "validate_metadata", "validate_quantity", "validate_update"]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -454,8 +454,10 @@ def _spread_constraints(v: _V, path: Path, cs: Any) -> None:
 
 def _pod(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, True)
-    sp = Path("spec")
-    spec = raw.get("spec")
+    _pod_spec(v, Path("spec"), raw.get("spec"))
+
+
+def _pod_spec(v: _V, sp: Path, spec: Any) -> None:
     if spec is None:
         v.required(sp)
         return
@@ -599,8 +601,11 @@ def _pv(v: _V, raw: dict[str, Any]) -> None:
 
 def _pvc(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, True)
-    sp = Path("spec")
-    spec = v.mapping(sp, raw.get("spec"))
+    _pvc_spec(v, Path("spec"), raw.get("spec"))
+
+
+def _pvc_spec(v: _V, sp: Path, spec: Any) -> None:
+    spec = v.mapping(sp, spec)
     _access_modes(v, sp.child("accessModes"), spec.get("accessModes"))
     res = v.mapping(sp.child("resources"), spec.get("resources"))
     reqs = v.mapping(sp.child("resources").child("requests"), res.get("requests"))
@@ -1246,6 +1251,237 @@ def _cronjob(v: _V, raw: dict[str, Any]) -> None:
         v.invalid(jsp.child("selector"), jspec["selector"], "`selector` will be auto-generated")
     if jspec.get("manualSelector"):
         v.unsupported(jsp.child("manualSelector"), jspec["manualSelector"], ("nil", "false"))
+# ---------------------------------------------------------------- apps/v1 (pkg/apis/apps/validation)
+
+_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
+                "'93%', regex used for validation is '[0-9]+%')")
+
+
+def _positive_int_or_percent(v: _V, path: Path, x: Any) -> int | None:
+    """ValidatePositiveIntOrPercent; the value (a percentage's number), or None when invalid/absent."""
+    if x is None:
+        return None
+    if isinstance(x, bool):
+        v.invalid(path, x, "must be an integer or percentage")
+        return None
+    if isinstance(x, int):
+        if x < 0:
+            v.invalid(path, x, "must be greater than or equal to 0")
+            return None
+        return x
+    if isinstance(x, str):
+        m = re.fullmatch(r"([0-9]+)%", x)
+        if not m:
+            v.invalid(path, x, _PERCENT_MSG)
+            return None
+        return int(m.group(1))
+    v.invalid(path, x, "must be an integer or percentage")
+    return None
+
+
+def _not_more_than_100_percent(v: _V, path: Path, x: Any) -> None:
+    if isinstance(x, str):
+        m = re.fullmatch(r"([0-9]+)%", x)
+        if m and int(m.group(1)) > 100:
+            v.invalid(path, x, "must not be greater than 100%")
+
+
+def _workload_selector(v: _V, sp: Path, spec: dict[str, Any], what: str) -> dict[str, Any] | None:
+    """spec.selector: required, valid, not empty; the selector when it can be matched."""
+    sel = spec.get("selector")
+    if sel is None:
+        v.required(sp.child("selector"))
+        return None
+    if not isinstance(sel, dict):
+        v.invalid(sp.child("selector"), sel, "must be an object")
+        return None
+    before = len(v.errors)
+    _label_selector(v, sp.child("selector"), sel)
+    if not (sel.get("matchLabels") or sel.get("matchExpressions")):
+        v.invalid(sp.child("selector"), sel, f"empty selector is invalid for {what}")
+        return None
+    return sel if len(v.errors) == before else None
+
+
+def _selector_matches(sel: dict[str, Any], labels: dict[str, Any]) -> bool:
+    for k, val in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != val:
+            return False
+    for e in sel.get("matchExpressions") or ():
+        key, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in vals:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in vals:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _workload_template(v: _V, sp: Path, spec: dict[str, Any], sel: dict[str, Any] | None, what: str) -> None:
+    """The pod template of a workload (ValidatePodTemplateSpecForReplicaSet and the like): labels
+    matching the selector, a valid pod spec, restartPolicy Always, no activeDeadlineSeconds."""
+    tp = sp.child("template")
+    tpl = spec.get("template")
+    if tpl is None:
+        v.required(tp)
+        return
+    tpl = v.mapping(tp, tpl)
+    md = v.mapping(tp.child("metadata"), tpl.get("metadata"))
+    labels = md.get("labels")
+    _labels(v, tp.child("metadata").child("labels"), labels)
+    if sel is not None and not _selector_matches(sel, labels if isinstance(labels, dict) else {}):
+        v.invalid(tp.child("metadata").child("labels"), labels if isinstance(labels, dict) else {},
+                  "`selector` does not match template `labels`")
+    ann = v.mapping(tp.child("metadata").child("annotations"), md.get("annotations"))
+    for k, val in ann.items():
+        if not isinstance(val, str):
+            v.invalid(tp.child("metadata").child("annotations").key(str(k)), val, "annotation values must be strings")
+    _pod_spec(v, tp.child("spec"), tpl.get("spec"))
+    pspec = tpl.get("spec")
+    if isinstance(pspec, dict):
+        rp = pspec.get("restartPolicy")
+        if rp is not None and rp != "Always":
+            v.unsupported(tp.child("spec").child("restartPolicy"), rp, ("Always",))
+        if pspec.get("activeDeadlineSeconds") is not None:
+            v.forbidden(tp.child("spec").child("activeDeadlineSeconds"),
+                        f"activeDeadlineSeconds in {what} is not Supported")
+
+
+def _deployment(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    v.integer(sp.child("replicas"), spec.get("replicas"), 0)
+    sel = _workload_selector(v, sp, spec, "deployment")
+    _workload_template(v, sp, spec, sel, "ReplicaSet")
+    stp = sp.child("strategy")
+    strategy = v.mapping(stp, spec.get("strategy"))
+    stype = strategy.get("type", "RollingUpdate")
+    ru = strategy.get("rollingUpdate")
+    if stype == "Recreate":
+        if ru is not None:
+            v.forbidden(stp.child("rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'")
+    elif stype == "RollingUpdate":
+        rp = stp.child("rollingUpdate")
+        ru = v.mapping(rp, ru)
+        mu = _positive_int_or_percent(v, rp.child("maxUnavailable"), ru.get("maxUnavailable"))
+        ms = _positive_int_or_percent(v, rp.child("maxSurge"), ru.get("maxSurge"))
+        if "maxUnavailable" in ru and "maxSurge" in ru and mu == 0 and ms == 0:
+            v.invalid(rp.child("maxUnavailable"), ru.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0")
+        _not_more_than_100_percent(v, rp.child("maxUnavailable"), ru.get("maxUnavailable"))
+    else:
+        v.unsupported(stp.child("type"), stype, ("Recreate", "RollingUpdate"))
+    mrs = v.integer(sp.child("minReadySeconds"), spec.get("minReadySeconds"), 0)
+    v.integer(sp.child("revisionHistoryLimit"), spec.get("revisionHistoryLimit"), 0)
+    pds = v.integer(sp.child("progressDeadlineSeconds"), spec.get("progressDeadlineSeconds"), 0)
+    if pds is not None and pds <= (mrs or 0):
+        v.invalid(sp.child("progressDeadlineSeconds"), pds, "must be greater than minReadySeconds")
+
+
+def _replicaset(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    v.integer(sp.child("replicas"), spec.get("replicas"), 0)
+    v.integer(sp.child("minReadySeconds"), spec.get("minReadySeconds"), 0)
+    sel = _workload_selector(v, sp, spec, "replicaset")
+    _workload_template(v, sp, spec, sel, "ReplicaSet")
+
+
+def _statefulset(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    pmp = spec.get("podManagementPolicy")
+    if pmp is not None and pmp not in ("OrderedReady", "Parallel"):
+        v.invalid(sp.child("podManagementPolicy"), pmp, "must be 'OrderedReady' or 'Parallel'")
+    usp = sp.child("updateStrategy")
+    us = v.mapping(usp, spec.get("updateStrategy"))
+    utype = us.get("type", "RollingUpdate")
+    if utype == "OnDelete":
+        if us.get("rollingUpdate") is not None:
+            v.invalid(usp.child("rollingUpdate"), us.get("rollingUpdate"), "only allowed for updateStrategy 'RollingUpdate'")
+    elif utype == "RollingUpdate":
+        ru = v.mapping(usp.child("rollingUpdate"), us.get("rollingUpdate"))
+        v.integer(usp.child("rollingUpdate").child("partition"), ru.get("partition"), 0)
+        if ru.get("maxUnavailable") is not None:
+            mu = _positive_int_or_percent(v, usp.child("rollingUpdate").child("maxUnavailable"), ru["maxUnavailable"])
+            if mu == 0:
+                v.invalid(usp.child("rollingUpdate").child("maxUnavailable"), ru["maxUnavailable"],
+                          "must be greater than 0")
+            _not_more_than_100_percent(v, usp.child("rollingUpdate").child("maxUnavailable"), ru["maxUnavailable"])
+    else:
+        v.invalid(usp, utype, "must be 'RollingUpdate' or 'OnDelete'")
+    pp = sp.child("persistentVolumeClaimRetentionPolicy")
+    policy = v.mapping(pp, spec.get("persistentVolumeClaimRetentionPolicy"))
+    for f in ("whenDeleted", "whenScaled"):
+        pv = policy.get(f)
+        if pv is not None and pv not in ("Retain", "Delete"):
+            v.unsupported(pp.child(f), pv, ("Retain", "Delete"))
+    ordinals = v.mapping(sp.child("ordinals"), spec.get("ordinals"))
+    v.integer(sp.child("ordinals.start"), ordinals.get("start"), 0)
+    v.integer(sp.child("replicas"), spec.get("replicas"), 0)
+    v.integer(sp.child("minReadySeconds"), spec.get("minReadySeconds"), 0)
+    v.integer(sp.child("revisionHistoryLimit"), spec.get("revisionHistoryLimit"), 0)
+    sel = _workload_selector(v, sp, spec, "statefulset")
+    _workload_template(v, sp, spec, sel, "StatefulSet")
+    sn = spec.get("serviceName")
+    if sn not in (None, "") and (not isinstance(sn, str) or len(sn) > 63 or not _DNS1123_LABEL.match(sn)):
+        v.invalid(sp.child("serviceName"), sn, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                                               "characters or '-', and must start and end with an alphanumeric "
+                                               "character")
+    vp = sp.child("volumeClaimTemplates")
+    seen: set[str] = set()
+    for i, t in enumerate(v.sequence(vp, spec.get("volumeClaimTemplates"))):
+        tp = vp.index(i)
+        t = v.mapping(tp, t)
+        tmd = v.mapping(tp.child("metadata"), t.get("metadata"))
+        tname = v.string(tp.child("metadata").child("name"), tmd.get("name"), required=True)
+        if tname:
+            if len(tname) > 253 or not _DNS1123_SUBDOMAIN.match(tname):
+                v.invalid(tp.child("metadata").child("name"), tname, "a lowercase RFC 1123 subdomain must consist "
+                                                                     "of lower case alphanumeric characters, '-' or "
+                                                                     "'.', and must start and end with an "
+                                                                     "alphanumeric character")
+            if tname in seen:
+                v.add(tp.child("metadata").child("name"), f'Duplicate value: "{tname}"', "FieldValueDuplicate")
+            seen.add(tname)
+        _labels(v, tp.child("metadata").child("labels"), tmd.get("labels"))
+        _pvc_spec(v, tp.child("spec"), t.get("spec"))
+
+
+def _daemonset(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    sp = Path("spec")
+    spec = v.mapping(sp, raw.get("spec"))
+    sel = _workload_selector(v, sp, spec, "daemonset")
+    _workload_template(v, sp, spec, sel, "DaemonSet")
+    v.integer(sp.child("minReadySeconds"), spec.get("minReadySeconds"), 0)
+    v.integer(sp.child("revisionHistoryLimit"), spec.get("revisionHistoryLimit"), 0)
+    usp = sp.child("updateStrategy")
+    us = v.mapping(usp, spec.get("updateStrategy"))
+    utype = us.get("type", "RollingUpdate")
+    if utype == "RollingUpdate":
+        rp = usp.child("rollingUpdate")
+        ru = v.mapping(rp, us.get("rollingUpdate"))
+        mu = _positive_int_or_percent(v, rp.child("maxUnavailable"), ru.get("maxUnavailable", 1))
+        ms = _positive_int_or_percent(v, rp.child("maxSurge"), ru.get("maxSurge", 0))
+        _not_more_than_100_percent(v, rp.child("maxUnavailable"), ru.get("maxUnavailable"))
+        _not_more_than_100_percent(v, rp.child("maxSurge"), ru.get("maxSurge"))
+        if mu and ms:
+            v.invalid(rp.child("maxSurge"), ru.get("maxSurge"), "may not be set when maxUnavailable is non-zero")
+        elif mu == 0 and ms == 0:
+            v.add(rp.child("maxUnavailable"), "Required value: cannot be 0 when maxSurge is 0", "FieldValueRequired")
+    elif utype != "OnDelete":
+        v.unsupported(usp.child("type"), utype, ("OnDelete", "RollingUpdate"))
+
+
+def _controller_revision(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, True)
+    v.integer(Path("revision"), raw.get("revision"), 0)
 
 
 _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
@@ -1262,6 +1498,11 @@ _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
     "Event": _event,
     "Job": _job,
     "CronJob": _cronjob,
+    "Deployment": _deployment,
+    "ReplicaSet": _replicaset,
+    "StatefulSet": _statefulset,
+    "DaemonSet": _daemonset,
+    "ControllerRevision": _controller_revision,
 }
 _VALIDATORS.update({
     "Service": _service,
@@ -1298,4 +1539,33 @@ def validate(raw: Any) -> list[FieldError]:
         fn(v, raw)
     except Exception as e:  # a validator must never crash on odd input; report instead
         v.add("", f"internal validation error: {type(e).__name__}: {e}")
+    return v.errors
+
+
+_SELECTOR_IMMUTABLE = ("Deployment", "ReplicaSet", "DaemonSet")
+_STATEFULSET_MUTABLE_SPEC = ("replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
+                             "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
+
+
+def validate_update(raw: Any, old_raw: dict[str, Any]) -> list[FieldError]:
+    """What an update may not change (upstream's ``Validate*Update`` beyond the object's own
+    validation): the selectors of apps/v1 workloads, a StatefulSet's spec other than its mutable
+    fields, a ControllerRevision's data."""
+    v = _V()
+    if not isinstance(raw, dict):
+        return v.errors
+    kind = raw.get("kind")
+    spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+    old_spec = old_raw.get("spec") if isinstance(old_raw.get("spec"), dict) else {}
+    if kind in _SELECTOR_IMMUTABLE and spec.get("selector") != old_spec.get("selector"):
+        v.invalid(Path("spec.selector"), spec.get("selector"), "field is immutable")
+    elif kind == "StatefulSet":
+        rest = {k: val for k, val in spec.items() if k not in _STATEFULSET_MUTABLE_SPEC}
+        old_rest = {k: val for k, val in old_spec.items() if k not in _STATEFULSET_MUTABLE_SPEC}
+        if rest != old_rest:
+            v.forbidden(Path("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+                                      "'template', 'updateStrategy', 'revisionHistoryLimit', "
+                                      "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")
+    elif kind == "ControllerRevision" and raw.get("data") != old_raw.get("data"):
+        v.invalid(Path("data"), raw.get("data"), "field is immutable")
     return v.errors

@@ -16,7 +16,8 @@ __all__ = ["GROUP_VERSIONS", "api_group_list", "api_resource_list", "api_version
            "resolve_resource", "served_kinds"]
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-_CATEGORIES = {"Pod": ["all"], "Job": ["all"], "CronJob": ["all"]}
+_CATEGORIES = {"Pod": ["all"], "Job": ["all"], "CronJob": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"],
+               "StatefulSet": ["all"], "DaemonSet": ["all"]}
 _CATEGORIES["Service"] = ["all"]
 
 # Serves the built-in kinds alone (callers without a store).
@@ -101,6 +102,10 @@ def api_resource_list(group: str, version: str, scheme: Scheme | None = None) ->
         if (version in c.STATUS_VERSIONS) if custom else c.STATUS_SUBRESOURCE:
             resources.append({"name": f"{c.PLURAL}/status", "singularName": "", "namespaced": c.NAMESPACED,
                               "kind": c.KIND, "verbs": ["get", "patch", "update"]})
+        if c.SCALE_SUBRESOURCE:
+            resources.append({"name": f"{c.PLURAL}/scale", "singularName": "", "namespaced": True,
+                              "group": "autoscaling", "version": "v1", "kind": "Scale",
+                              "verbs": ["get", "patch", "update"]})
         if c.KIND == "Namespace" and not custom:
             resources.append({"name": "namespaces/finalize", "singularName": "", "namespaced": False,
                               "kind": "Namespace", "verbs": ["update"]})

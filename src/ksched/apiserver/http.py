@@ -1,8 +1,8 @@
 """The embedded store behind a Kubernetes-compatible REST API (aiohttp), for kubectl and remote
 schedulers: CRUD, list with selectors and pagination, watch streams with bookmarks and
-timeouts, the three patch types, pods/binding|status|eviction, discovery, server-side Tables,
-Status errors as kube-apiserver returns them. Binds to loopback unless told otherwise; off
-loopback it requires TLS and a bearer token."""
+timeouts, the three patch types, pods/binding|status|eviction, the scale subresource,
+discovery, server-side Tables, Status errors as kube-apiserver returns them. Binds to loopback
+unless told otherwise; off loopback it requires TLS and a bearer token."""
 
 from __future__ import annotations
 
@@ -601,6 +601,17 @@ class ApiServer:
             return _json(_status_ok(code=201), 201)
         if cls.KIND == "Namespace" and sub == "finalize" and m == "PUT":
             return await self._update(request, cls, namespace, name, "finalize")
+        if sub == "scale" and cls.SCALE_SUBRESOURCE:
+            if m == "GET":
+                return _json(self.store.get_scale(cls, namespace, name))
+            if m == "PUT":
+                return _json(self.store.update_scale(cls, namespace, name, plain(await self._body(request))))
+            if m == "PATCH":
+                ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+                if ctype not in _PATCH_TYPES:
+                    raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media '
+                                               f'types include: {", ".join(_PATCH_TYPES)}')
+                return _json(self.store.patch_scale(cls, namespace, name, plain(await self._body(request)), ctype))
         if sub == "status" and self._has_status(cls, request):
             if m == "GET":
                 return self._get(request, cls, namespace, name)

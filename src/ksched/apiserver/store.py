@@ -66,6 +66,7 @@ from ksched.api.priorityclass import PriorityClass, system_priority_classes
 from ksched.api.resourcequota import ResourceQuota
 from ksched.api.resources import qos_class
 from ksched.api.scheme import Scheme, resource_name
+from ksched.api.validation import validate_update
 from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import (
     admit_pod,
@@ -93,6 +94,15 @@ _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATED_BASE = 58
 # NamespaceLifecycle admission: these may not be deleted.
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+# Built-in kinds whose metadata.generation counts changes of their spec.
+_GENERATION_KINDS = frozenset(("Pod", "PodDisruptionBudget", "CustomResourceDefinition", "Deployment", "ReplicaSet",
+                               "StatefulSet", "DaemonSet"))
+# Kinds whose status subresource also writes annotations (the apps/v1 status strategies reset only
+# the spec, so the deployment controller records its revision annotation with the status).
+_STATUS_WRITES_ANNOTATIONS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"))
+# Kinds whose generation also counts changes of their annotations (a Deployment copies them to its
+# ReplicaSets).
+_GENERATION_COUNTS_ANNOTATIONS = frozenset(("Deployment",))
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
@@ -102,11 +112,6 @@ def _group(cls: type[KubeObject]) -> str:
     return cls.API_VERSION.rpartition("/")[0]
 
 
-def _qualified_kind(cls: type[KubeObject]) -> str:
-    """``Kind.group`` for custom kinds, as upstream names them in errors."""
-    return f"{cls.KIND}.{_group(cls)}" if issubclass(cls, CustomObject) else cls.KIND
-
-
 def _parse(cls: type[KubeObject], raw: dict[str, Any]) -> KubeObject:
     """The typed object of a validated manifest; a shape validation does not check (a status of
     the wrong type) is refused as invalid rather than crashing the write."""
@@ -114,7 +119,8 @@ def _parse(cls: type[KubeObject], raw: dict[str, Any]) -> KubeObject:
         return cls.from_dict(raw)
     except (TypeError, AttributeError, ValueError) as e:
         md = raw.get("metadata") or {}
-        raise Invalid.of(_qualified_kind(cls), str(md.get("name") or ""), [FieldError("", f"cannot parse: {e}")]) from e
+        raise Invalid.of(cls.KIND, str(md.get("name") or ""), [FieldError("", f"cannot parse: {e}")],
+                         _group(cls)) from e
 
 
 class _Lookup:
@@ -134,6 +140,22 @@ class _Lookup:
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         bucket = self.store._objects.get(kind) or {}
         return bucket.get(f"{namespace}/{name}" if namespace else name)
+def scale_of(obj: KubeObject) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a Deployment, ReplicaSet or StatefulSet (status.selector in
+    its string form, requirements sorted by key as labels.Selector prints them)."""
+    md = obj.raw.get("metadata") or {}
+    spec = obj.raw.get("spec") or {}
+    status = obj.raw.get("status") or {}
+    try:
+        sel = LabelSelector.from_dict(spec.get("selector"))
+        selector = str(LabelSelector(tuple(sorted(sel.requirements, key=lambda r: r.key))))
+    except (ValueError, AttributeError, TypeError):
+        selector = ""
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in md},
+            "spec": {"replicas": spec.get("replicas", 1)},
+            "status": {"replicas": int(status.get("replicas") or 0), "selector": selector}}
 
 
 def _with_meta(raw: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -153,7 +175,7 @@ class Store:
 
     def __init__(self, clock: Clock | None = None, *, history: int = 100_000, conflict_resolver: bool = True,
                  auto_create_namespaces: bool = False, disable_admission_plugins: Iterable[str] = (),
-                 start_rv: int = 0) -> None:
+                 start_rv: int = 0, name_seed: int = 0) -> None:
         self.clock: Clock = clock or RealClock()
         self.conflict_resolver = conflict_resolver
         self.auto_create_namespaces = auto_create_namespaces
@@ -169,8 +191,8 @@ class Store:
         self.accounting = NodeAccounting()
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
-        # generateName suffixes: seeded on a virtual clock, so a simulation names pods the same way each run.
-        self._name_rng: random.Random = random.Random(0) if self.deterministic_uids else random.SystemRandom()
+        # generateName suffixes: reproducible for a seed on a virtual clock, random otherwise.
+        self._name_rng: random.Random = random.Random(name_seed) if self.deterministic_uids else random.SystemRandom()
         # Write hooks (persistence): called with (event type, kind, object, rv) under the lock,
         # before the change is applied or sent to any watch.
         self.on_commit: list[Callable[[str, str, KubeObject, int], None]] = []
@@ -443,6 +465,13 @@ class Store:
             md.pop(f, None)
         kind = cls.KIND_KEY
         errors: list[FieldError] = []
+        kept_status = raw.get("status") if existing else None
+        try:
+            cls.prepare_for_create(raw)
+        except (TypeError, AttributeError, ValueError):
+            pass  # malformed: validation below says where
+        if kept_status is not None:
+            raw["status"] = kept_status
         if cls is Pod:
             try:
                 admit_pod(raw, self._lookup, self.disabled_admission, existing=existing)
@@ -464,7 +493,7 @@ class Store:
                 raw["status"] = status
         errors = self.scheme.validate(raw, cls) + errors
         if errors:
-            raise Invalid.of(_qualified_kind(cls), str(name), errors)
+            raise Invalid.of(cls.KIND, str(name), errors, _group(cls))
         if cls.NAMESPACED:
             ns = md["namespace"]
             nso = self._bucket(Namespace).get(ns)
@@ -489,8 +518,7 @@ class Store:
             raw.setdefault("status", {}).setdefault("phase", "Active")
             if not existing:
                 raw["status"]["phase"] = "Active"
-        if "generation" not in md and (cls in (Pod, PodDisruptionBudget, CustomResourceDefinition)
-                                       or issubclass(cls, CustomObject)):
+        if "generation" not in md and (cls.KIND_KEY in _GENERATION_KINDS or issubclass(cls, CustomObject)):
             md["generation"] = 1
         if cls is CustomResourceDefinition:
             raw["status"] = crd_status(raw, self.scheme.names_conflict(CustomResourceDefinition.from_dict(raw)))
@@ -583,6 +611,11 @@ class Store:
             errs = strategy(old.raw, raw)
             if errs:
                 raise Invalid.of(cls.KIND, name, errs, _group(cls))
+        if subresource == "":
+            try:
+                cls.prepare_for_update(raw, old.raw)
+            except (TypeError, AttributeError, ValueError):
+                pass  # malformed: validation below says where
         new_raw = self._merge_update(cls, old, raw, subresource)
         if new_raw is None:
             return old  # no-op: nothing changed, no new resourceVersion
@@ -601,8 +634,10 @@ class Store:
             except (TypeError, AttributeError, ValueError):
                 pass  # malformed: validation below says where
         errors = self.scheme.validate(new_raw, cls) + errors
+        if not errors and subresource == "":
+            errors = validate_update(new_raw, old.raw)
         if errors:
-            raise Invalid.of(_qualified_kind(cls), name, errors)
+            raise Invalid.of(cls.KIND, name, errors, _group(cls))
         if new_raw == old.raw:
             return old  # defaulting took the change back
         # Finalizers emptied on an object being deleted: it goes away now (a namespace once its
@@ -641,6 +676,12 @@ class Store:
             if "status" in raw:
                 new_raw["status"] = raw["status"]
             new_md = dict(omd)
+            rmd = raw.get("metadata")
+            if cls.KIND in _STATUS_WRITES_ANNOTATIONS and isinstance(rmd, dict) and "annotations" in rmd:
+                if rmd["annotations"]:
+                    new_md["annotations"] = rmd["annotations"]
+                else:
+                    new_md.pop("annotations", None)
         elif subresource == "finalize":
             if cls is not Namespace:
                 raise NotFound(f"the server could not find the requested resource ({cls.PLURAL}/finalize)")
@@ -670,7 +711,10 @@ class Store:
         new_raw.setdefault("kind", cls.KIND)
         if new_raw == old_raw:
             return None
-        if subresource != "status" and "generation" in omd and new_raw.get("spec") != old_raw.get("spec"):
+        if subresource != "status" and "generation" in omd and (
+                new_raw.get("spec") != old_raw.get("spec") or (
+                    cls.KIND in _GENERATION_COUNTS_ANNOTATIONS
+                    and (new_md.get("annotations") or {}) != (omd.get("annotations") or {}))):
             new_md["generation"] = int(omd["generation"]) + 1
         return new_raw
 
@@ -876,6 +920,72 @@ class Store:
             pods = self._objects["Pod"]
             ts = [d for k, d in self._terminating.items() if (o := pods.get(k)) is not None and not o.finalizers]
         return min(ts) if ts else None
+
+    # ------------------------------------------------------------------ scale subresource
+
+    def _scalable(self, kind: str | type[KubeObject], namespace: str, name: str) -> tuple[type[KubeObject],
+                                                                                          KubeObject]:
+        cls = self._resolve_kind(kind)
+        if not cls.SCALE_SUBRESOURCE:
+            raise NotFound(f"the server could not find the requested resource ({cls.PLURAL}/scale)")
+        obj = self._bucket(cls).get(self._key(cls, namespace, name))
+        if obj is None:
+            raise NotFound.of(cls.PLURAL, name, _group(cls))
+        return cls, obj
+
+    def get_scale(self, kind: str | type[KubeObject], namespace: str, name: str) -> dict[str, Any]:
+        """``<resource>/scale``: the object's replicas as an autoscaling/v1 Scale."""
+        with self._lock:
+            _, obj = self._scalable(kind, namespace, name)
+            return scale_of(obj)
+
+    def update_scale(self, kind: str | type[KubeObject], namespace: str, name: str,
+                     scale: Any) -> dict[str, Any]:
+        """PUT ``<resource>/scale``: set ``spec.replicas`` from a Scale (its resourceVersion, when
+        given, is a precondition). Returns the new Scale."""
+        with self._lock:
+            cls, old = self._scalable(kind, namespace, name)
+            obj = self._set_replicas(cls, old, name, scale)
+        self._written()
+        return scale_of(obj)
+
+    def patch_scale(self, kind: str | type[KubeObject], namespace: str, name: str, patch: Any,
+                    content_type: str = "application/merge-patch+json") -> dict[str, Any]:
+        """PATCH ``<resource>/scale`` (what ``kubectl scale`` sends): the patch applies to the Scale."""
+        with self._lock:
+            cls, old = self._scalable(kind, namespace, name)
+            try:
+                scale = apply_patch(scale_of(old), patch, content_type)
+            except PatchError as e:
+                raise Invalid(f"the patch cannot be applied: {e}", kind="Scale", name=name) from e
+            obj = self._set_replicas(cls, old, name, scale)
+        self._written()
+        return scale_of(obj)
+
+    def _set_replicas(self, cls: type[KubeObject], old: KubeObject, name: str, scale: Any) -> KubeObject:
+        if not isinstance(scale, dict):
+            raise BadRequest("a Scale must be a JSON object")
+        md = scale.get("metadata") if isinstance(scale.get("metadata"), dict) else {}
+        if md.get("name") not in (None, "", name):
+            raise BadRequest("the name of the object does not match the name on the URL")
+        replicas = (scale.get("spec") if isinstance(scale.get("spec"), dict) else {}).get("replicas", 0)
+        if isinstance(replicas, bool) or not isinstance(replicas, int):
+            raise Invalid.of("Scale", name, [FieldError("spec.replicas", f"Invalid value: {replicas!r}: must be "
+                                                                         "an integer")], "autoscaling")
+        if replicas < 0:
+            raise Invalid.of("Scale", name, [FieldError("spec.replicas", f"Invalid value: {replicas}: must be "
+                                                                         "greater than or equal to 0")],
+                             "autoscaling")
+        rv = str(md.get("resourceVersion") or "")
+        if rv and rv != old.resource_version:
+            raise Conflict.of(cls.PLURAL, name, "the object has been modified; please apply your changes to the "
+                                                "latest version and try again", _group(cls))
+        raw = copy.deepcopy(old.raw)
+        spec = raw.get("spec")
+        if not isinstance(spec, dict):
+            spec = raw["spec"] = {}
+        spec["replicas"] = replicas
+        return self._update_unlocked(raw)
 
     # ------------------------------------------------------------------ pods subresources
 
