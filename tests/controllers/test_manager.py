@@ -19,14 +19,18 @@ from ksched.client.informer import EventHandler, InformerFactory
 from ksched.clock import VirtualClock
 from ksched.controllers.controller import Controller
 from ksched.controllers.cronjob import CronJobController
+from ksched.controllers.daemon import DaemonSetsController
+from ksched.controllers.deployment import DeploymentController
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.podgc import PodGCController
+from ksched.controllers.replicaset import ReplicaSetController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
+from ksched.controllers.statefulset import StatefulSetController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
@@ -91,7 +95,8 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 
 # Upstream's names of the controllers ksched has, in start order.
 NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "cronjob",
-         "ttl-after-finished", "pod-garbage-collector", "serviceaccount", "resourcequota"]
+         "ttl-after-finished", "pod-garbage-collector", "replicaset", "deployment", "statefulset", "daemonset",
+         "serviceaccount", "resourcequota"]
 ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
 
@@ -99,6 +104,7 @@ ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
     (["*"], NAMES),
     (["disruption"], ["disruption"]),
     (["disruption", "persistentvolume-binder"], ["persistentvolume-binder", "disruption"]),  # start order
+    (["deployment", "replicaset"], ["replicaset", "deployment"]),
     (["*", "-disruption"], ALL_BUT_DISRUPTION),
     (["-disruption", "*"], ALL_BUT_DISRUPTION),
     (["*", *(f"-{n}" for n in NAMES)], []),
@@ -120,6 +126,10 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
                                          ("cronjob", CronJobController),
                                          ("ttl-after-finished", TTLAfterFinishedController),
                                          ("pod-garbage-collector", PodGCController),
+                                         ("replicaset", ReplicaSetController),
+                                         ("deployment", DeploymentController),
+                                         ("statefulset", StatefulSetController),
+                                         ("daemonset", DaemonSetsController),
                                          ("serviceaccount", ServiceAccountsController),
                                          ("resourcequota", ResourceQuotaController)]
 
@@ -132,8 +142,8 @@ def test_unknown_controller_names_are_refused(spec: list[str]) -> None:
 
 
 def test_the_manager_builds_the_selected_controllers(store: Store, clock: VirtualClock) -> None:
-    m = ControllerManager(InProcessClient(store), clock, ["disruption"])
-    assert [type(c) for c in m.controllers] == [DisruptionController]
+    m = ControllerManager(InProcessClient(store), clock, ["disruption", "deployment", "replicaset"])
+    assert [type(c) for c in m.controllers] == [DisruptionController, ReplicaSetController, DeploymentController]
     assert m.controller("disruption") is m.controllers[0]
     with pytest.raises(KeyError):
         m.controller("persistentvolume-binder")

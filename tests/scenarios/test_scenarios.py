@@ -14,6 +14,7 @@ expect.yaml::
       ns/name: {message: "0/3 nodes are ..."}    # pending with exactly this message
       ns/name: {message_contains: ["Insufficient cpu"]}
       ns/name: {nominated: n1}                   # nominatedNodeName
+      ns/name: {owner: ReplicaSet/web-7c94f5895c}  # its controller
       ns/name: {gone: true}                      # no longer exists (preempted)
     same_node: [[ns/a, ns/b]]                    # these pods share a node
     different_nodes: [[ns/a, ns/b, ns/c]]        # pairwise different nodes
@@ -76,6 +77,8 @@ def check(expect: dict[str, Any], report: dict[str, Any]) -> list[str]:
         for frag in want.get("message_contains") or ():
             if frag not in (got["message"] or ""):
                 problems.append(f"{ref}: message {got['message']!r} lacks {frag!r}")
+        if "owner" in want and got.get("owner") != want["owner"]:
+            problems.append(f"{ref}: owner {got.get('owner')!r}, expected {want['owner']!r}")
         if "nominated" in want and got["nominatedNode"] != want["nominated"]:
             problems.append(f"{ref}: nominated {got['nominatedNode']!r}, expected {want['nominated']!r}")
         if "reason" in want and got["reason"] != want["reason"]:

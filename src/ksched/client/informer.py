@@ -158,6 +158,9 @@ class Indexer:
         # The indices built so far (name -> value -> keys).
         self._indices: dict[str, dict[str, set[str]]] = {}
 
+    def has_indexer(self, name: str) -> bool:
+        return name in self._indexers
+
     def add_indexer(self, name: str, fn: IndexFunc) -> None:
         self._indexers[name] = fn
         self._indices.pop(name, None)  # (re)built on first use

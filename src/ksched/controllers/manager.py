@@ -15,22 +15,27 @@ controller on by default, ``name`` to add one, ``-name`` to leave one out.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ksched.client.informer import InformerFactory
 from ksched.clock import Clock
 from ksched.controllers.controller import Controller
 from ksched.controllers.cronjob import CronJobController
+from ksched.controllers.daemon import DaemonSetsController
+from ksched.controllers.deployment import DeploymentController
 from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.podgc import PodGCController
+from ksched.controllers.replicaset import ReplicaSetController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
+from ksched.controllers.statefulset import StatefulSetController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
@@ -38,10 +43,13 @@ __all__ = ["CONTROLLERS", "ControllerManager", "select_controllers"]
 
 log = logging.getLogger(__name__)
 
-# Upstream's names, in the order they are started.
+# Upstream's names, in the order they are started. In a single-threaded settle the earlier
+# controllers' keys go first: a ReplicaSet's status is current before its Deployment syncs.
 CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
     PersistentVolumeController, DisruptionController, GarbageCollector, NamespaceController, JobController,
     CronJobController, TTLAfterFinishedController, PodGCController)}
+CONTROLLERS.update({c.name: c for c in (ReplicaSetController, DeploymentController, StatefulSetController,
+                                         DaemonSetsController)})
 CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
 
 
@@ -73,6 +81,7 @@ class ControllerManager:
         self.controllers: list[Controller] = [CONTROLLERS[n](client, self.informers, clock)
                                               for n in select_controllers(controllers)]
         self._settling = False
+        self._held = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -89,11 +98,25 @@ class ControllerManager:
 
     # ---------------------------------------------------------------- single-threaded
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Settle nothing inside the block, then settle once: the controllers start on everything
+        written meanwhile, as kube-controller-manager's start after their informers synced (a
+        simulation loading a dump of a cluster: a Deployment must not make a new ReplicaSet before
+        the dumped one is loaded)."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held:
+            self.settle()
+
     def settle(self) -> int:
         """Deliver the watches' events and sync until nothing is left to do now. Re-entrant
         calls (a controller's own write) return at once: the outer call carries on. Returns
         the keys synced."""
-        if self._settling or not self.controllers:
+        if self._settling or self._held or not self.controllers:
             return 0
         if not self._dirty:
             due = self.next_wakeup()

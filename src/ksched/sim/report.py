@@ -1,6 +1,6 @@
-"""What a simulation reports: per pod (node or why it is pending), per node (allocatable and
-requested), per Job and CronJob (when there are any), a summary; as JSON, as rich tables, and as a
-Markdown report with a utilization plot."""
+"""What a simulation reports: per pod (node or why it is pending, its controller), per node
+(allocatable and requested), per Job and CronJob (when there are any), a summary; as JSON, as rich
+tables, and as a Markdown report with a utilization plot."""
 
 from __future__ import annotations
 
@@ -58,9 +58,11 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
         if reason is None and pod.scheduler_name not in sim.scheduler.profiles:
             reason = "NotOurScheduler"
             message = f'schedulerName "{pod.scheduler_name}" is not a profile of this scheduler'
+    ref = pod.controller_ref()
     entry: dict[str, Any] = {
         "namespace": pod.namespace,
         "name": pod.name,
+        "owner": f"{ref.kind}/{ref.name}" if ref is not None else None,
         "node": pod.node_name or None,
         "phase": pod.phase,
         "reason": reason,
@@ -129,13 +131,15 @@ def render_table(console: Any, sim: Simulation, report: dict[str, Any], explain_
     from rich.table import Table
 
     pods = Table(title="Pods", show_lines=False)
-    for col in ("POD", "NODE / PENDING REASON", "ATTEMPTS"):
+    owners = any(e.get("owner") for e in report["pods"])
+    for col in ("POD", *(("OWNER",) if owners else ()), "NODE / PENDING REASON", "ATTEMPTS"):
         pods.add_column(col)
     for e in report["pods"]:
         where = e["node"] if e["node"] else f"[yellow]{e['reason'] or 'Pending'}[/]: {e['message'] or ''}"
         if e["nominatedNode"] and not e["node"]:
             where += f" (nominated: {e['nominatedNode']})"
-        pods.add_row(f"{e['namespace']}/{e['name']}", where, str(e["attempts"]))
+        pods.add_row(f"{e['namespace']}/{e['name']}", *((e.get("owner") or "",) if owners else ()), where,
+                     str(e["attempts"]))
     console.print(pods)
     nodes = Table(title="Nodes")
     for col in ("NODE", "CPU", "MEMORY", "PODS", "OTHER"):
