@@ -132,3 +132,19 @@ def mkds(name: str, labels: dict[str, str] | None = None, image: str = "img", ns
     labels = labels or {"app": name}
     return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": ns},
             "spec": {"selector": {"matchLabels": dict(labels)}, "template": mktemplate(labels, image), **spec}}
+
+
+def pods_of(store: Store, owner: str, kind: str | None = None, live: bool = False) -> list[Pod]:
+    """The pods whose controller is named ``owner`` (of ``kind``), by name; ``live``: not being deleted."""
+    return sorted((p for p in store.items("Pod") if isinstance(p, Pod) and (r := p.controller_ref()) is not None
+                   and r.name == owner and (kind is None or r.kind == kind)
+                   and (not live or p.deletion_timestamp is None)), key=lambda p: p.name)
+
+
+def events_of(store: Store, name: str, kind: str | None = None) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the events about an object, in the order they were recorded."""
+    from ksched.api.event import Event
+
+    evs = sorted((e for e in store.items("Event") if isinstance(e, Event) and e.involved_object.get("name") == name
+                  and (kind is None or e.involved_object.get("kind") == kind)), key=lambda e: int(e.resource_version))
+    return [(e.type, e.reason, e.message) for e in evs]

@@ -11,9 +11,8 @@ import re
 
 import pytest
 
-from api_objects import mknode, mkpod, mkrs
+from api_objects import events_of, mknode, mkpod, mkrs, pods_of
 from ksched.api.apps import ReplicaSet
-from ksched.api.event import Event
 from ksched.api.meta import format_time
 from ksched.api.pod import Pod
 from ksched.apiserver.store import Store
@@ -27,11 +26,6 @@ def store(store: Store) -> Store:
     for n in ("n1", "n2"):
         store.create(mknode(n))
     return store
-
-
-def pods_of(store: Store, owner: str) -> list[Pod]:
-    return sorted((p for p in store.items("Pod") if isinstance(p, Pod)
-                   and (r := p.controller_ref()) is not None and r.name == owner), key=lambda p: p.name)
 
 
 def start(store: Store, pod: Pod, node: str = "n1", ready: bool = True) -> Pod:
@@ -55,9 +49,7 @@ def rs(store: Store, name: str = "web") -> ReplicaSet:
 
 
 def events(store: Store, name: str = "web") -> list[tuple[str, str, str]]:
-    evs = sorted((e for e in store.items("Event") if isinstance(e, Event) and e.involved_object.get("name") == name),
-                 key=lambda e: int(e.resource_version))
-    return [(e.type, e.reason, e.message) for e in evs]
+    return events_of(store, name)
 
 
 def test_creates_its_pods_with_a_controller_reference(store: Store) -> None:
