@@ -90,8 +90,8 @@ def test_int_or_string_and_negative_numbers() -> None:
 
 def test_a_kind_ksched_does_not_read_is_refused() -> None:
     with pytest.raises(UnsupportedMediaType) as ei:
-        decode_object(envelope("apps/v1", "Deployment", f(1, f(1, "d"))))
-    assert 'not "apps/v1, Kind=Deployment"; send the object as JSON' in ei.value.message
+        decode_object(envelope("v1", "ReplicationController", f(1, f(1, "d"))))
+    assert 'not "v1, Kind=ReplicationController"; send the object as JSON' in ei.value.message
 
 
 def test_an_unknown_field_is_refused_not_dropped() -> None:
@@ -114,3 +114,28 @@ def test_an_eviction_keeps_a_zero_grace_period() -> None:
     assert decode_object(body) == {"apiVersion": "policy/v1", "kind": "Eviction",
                                    "metadata": {"name": "web-0", "namespace": "default"},
                                    "deleteOptions": {"gracePeriodSeconds": 0, "orphanDependents": False}}
+
+
+def test_a_deployment_as_kubectl_create_deployment_sends_it() -> None:
+    """Go writes every non-pointer field (empty strings, zeros, the status): left out as JSON
+    omits them; replicas is a pointer, so an explicit 0 stays; maxUnavailable/maxSurge are
+    IntOrStrings as a percentage and a number."""
+    def deployment(replicas: int) -> bytes:
+        md = f(1, "web") + f(2, "") + f(3, "") + f(7, 0) + f(11, entry("app", "web"))
+        container = f(1, "nginx") + f(2, "nginx:1.27") + f(5, "") + f(6, f(3, 80) + f(4, "")) + \
+            f(8, f(2, entry("cpu", f(1, "100m"))))
+        template = f(1, f(1, "") + f(11, entry("app", "web"))) + f(2, f(2, container) + f(3, "") + f(11, 0))
+        strategy = f(1, "RollingUpdate") + f(2, f(1, f(1, 1) + f(3, "30%")) + f(2, f(1, 0) + f(2, 2)))
+        spec = f(1, replicas) + f(2, f(1, entry("app", "web"))) + f(3, template) + f(4, strategy) + f(5, 0) + f(7, False)
+        status = f(1, 0) + f(2, 0) + f(3, 0) + f(4, 0) + f(5, 0) + f(7, 0)
+        return envelope("apps/v1", "Deployment", f(1, md) + f(2, spec) + f(3, status))
+
+    obj = decode_object(deployment(3))
+    assert obj["metadata"] == {"name": "web", "labels": {"app": "web"}}
+    assert obj["spec"] == {
+        "replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+            "name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+            "resources": {"requests": {"cpu": "100m"}}}]}},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "30%", "maxSurge": 2}}}
+    assert decode_object(deployment(0))["spec"]["replicas"] == 0

@@ -1,7 +1,7 @@
 """Request bodies in Kubernetes' protobuf encoding (``application/vnd.kubernetes.protobuf``), as
-client-go's typed clients send them -- ``kubectl create namespace|job|cronjob``, ``kubectl run``,
-``kubectl create job --from=cronjob/...``, the evictions of ``kubectl drain`` -- read into the JSON
-form the store keeps.
+client-go's typed clients send them -- ``kubectl create namespace|deployment|job|cronjob``,
+``kubectl run``, ``kubectl create job --from=cronjob/...``, the evictions of ``kubectl drain`` --
+read into the JSON form the store keeps.
 
 The wire format is the API server's (``k8s.io/apimachinery/pkg/runtime/serializer/protobuf``): the
 magic ``k8s\\x00``, then a ``runtime.Unknown`` whose TypeMeta names the kind and whose raw bytes
@@ -47,6 +47,7 @@ RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 KINDS = {
     ("v1", "Namespace"): "k8s.io.api.core.v1.Namespace",
     ("v1", "Pod"): "k8s.io.api.core.v1.Pod",
+    ("apps/v1", "Deployment"): "k8s.io.api.apps.v1.Deployment",
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
     ("batch/v1", "CronJob"): "k8s.io.api.batch.v1.CronJob",
     ("policy/v1", "Eviction"): "k8s.io.api.policy.v1.Eviction",
@@ -61,7 +62,8 @@ _KEEP_ZERO = frozenset((
     "automountServiceAccountToken", "enableServiceLinks", "hostUsers", "setHostnameAsFQDN",
     "shareProcessNamespace", "allowPrivilegeEscalation", "privileged", "readOnlyRootFilesystem", "runAsNonRoot",
     "suspend", "manualSelector", "controller", "blockOwnerDeletion", "optional", "gracePeriodSeconds",
-    "orphanDependents",
+    "orphanDependents", "replicas", "revisionHistoryLimit", "progressDeadlineSeconds", "collisionCount",
+    "terminatingReplicas",
 ))
 
 

@@ -5,6 +5,48 @@ b bool, y bytes, i varint, d double, f float, x fixed64, w fixed32, a message na
 
 # fmt: off
 SCHEMA: dict[str, dict[int, tuple[str, object, bool]]] = {
+    'k8s.io.api.apps.v1.Deployment': {
+        1: ('metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', False),
+        2: ('spec', 'k8s.io.api.apps.v1.DeploymentSpec', False),
+        3: ('status', 'k8s.io.api.apps.v1.DeploymentStatus', False),
+    },
+    'k8s.io.api.apps.v1.DeploymentCondition': {
+        1: ('type', 's', False),
+        2: ('status', 's', False),
+        4: ('reason', 's', False),
+        5: ('message', 's', False),
+        6: ('lastUpdateTime', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', False),
+        7: ('lastTransitionTime', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', False),
+    },
+    'k8s.io.api.apps.v1.DeploymentSpec': {
+        1: ('replicas', 'i', False),
+        2: ('selector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', False),
+        3: ('template', 'k8s.io.api.core.v1.PodTemplateSpec', False),
+        4: ('strategy', 'k8s.io.api.apps.v1.DeploymentStrategy', False),
+        5: ('minReadySeconds', 'i', False),
+        6: ('revisionHistoryLimit', 'i', False),
+        7: ('paused', 'b', False),
+        9: ('progressDeadlineSeconds', 'i', False),
+    },
+    'k8s.io.api.apps.v1.DeploymentStatus': {
+        1: ('observedGeneration', 'i', False),
+        2: ('replicas', 'i', False),
+        3: ('updatedReplicas', 'i', False),
+        4: ('availableReplicas', 'i', False),
+        5: ('unavailableReplicas', 'i', False),
+        6: ('conditions', 'k8s.io.api.apps.v1.DeploymentCondition', True),
+        7: ('readyReplicas', 'i', False),
+        8: ('collisionCount', 'i', False),
+        9: ('terminatingReplicas', 'i', False),
+    },
+    'k8s.io.api.apps.v1.DeploymentStrategy': {
+        1: ('type', 's', False),
+        2: ('rollingUpdate', 'k8s.io.api.apps.v1.RollingUpdateDeployment', False),
+    },
+    'k8s.io.api.apps.v1.RollingUpdateDeployment': {
+        1: ('maxUnavailable', 'k8s.io.apimachinery.pkg.util.intstr.IntOrString', False),
+        2: ('maxSurge', 'k8s.io.apimachinery.pkg.util.intstr.IntOrString', False),
+    },
     'k8s.io.api.batch.v1.CronJob': {
         1: ('metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', False),
         2: ('spec', 'k8s.io.api.batch.v1.CronJobSpec', False),
