@@ -147,6 +147,15 @@ def test_backoff_doubles_from_5ms_up_to_1000s(clock: VirtualClock) -> None:
     assert delays[17] == pytest.approx(655.36) and delays[18:] == pytest.approx([1000.0] * 4)
 
 
+def test_backoff_stays_at_the_cap_after_very_many_failures(clock: VirtualClock) -> None:
+    q = WorkQueue(clock)
+    for _ in range(1100):  # 2.0 ** 1024 would overflow a float
+        q.add_rate_limited("k")
+    clock.advance(RETRY_MAX_SECONDS)
+    assert q.pop() == "k" and q.pop() is None and q.next_wakeup() is None
+    assert backoff_delays(q, clock, "k", 1) == pytest.approx([RETRY_MAX_SECONDS])
+
+
 def test_forget_resets_the_backoff_per_key(clock: VirtualClock) -> None:
     q = WorkQueue(clock)
     assert backoff_delays(q, clock, "a", 3) == pytest.approx([0.005, 0.01, 0.02])

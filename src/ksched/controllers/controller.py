@@ -69,7 +69,8 @@ class WorkQueue:
         """Retry a failed key after its backoff (doubling with each failure in a row)."""
         n = self._failures.get(key, 0)
         self._failures[key] = n + 1
-        self.add_after(key, min(RETRY_BASE_SECONDS * 2**n, RETRY_MAX_SECONDS))
+        # The exponent stops growing once the cap is reached (2**n as a float overflows past 1023).
+        self.add_after(key, min(RETRY_BASE_SECONDS * 2 ** min(n, 64), RETRY_MAX_SECONDS))
 
     def forget(self, key: Hashable) -> None:
         """The key synced: its backoff starts over."""
