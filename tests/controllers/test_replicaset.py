@@ -8,6 +8,7 @@ match released, the ReplicaFailure condition, the burst limit."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,21 @@ def test_deleted_replicaset_pods_go_with_it(store: Store) -> None:
     assert pods_of(store, "web") == []
 
 
+
+
+def test_a_simulation_syncs_once_per_instant_not_once_per_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler binds and the kubelet starts 60 pods at one virtual instant; the ReplicaSet
+    re-counts its pods a handful of times, not once per binding and start."""
+    from ksched.sim.simulation import Simulation
+
+    sim = Simulation(seed=0)
+    for n in ("n1", "n2"):
+        sim.store.create(mknode(n))
+    c = sim.cluster.controllers.controller("replicaset")
+    synced: list[Any] = []
+    real = c.sync
+    monkeypatch.setattr(c, "sync", lambda key: (synced.append(key), real(key)))
+    sim.store.create(mkrs("web", replicas=60))
+    sim.run()
+    assert len([p for p in pods_of(sim.store, "web") if p.phase == "Running"]) == 60
+    assert 2 <= len(synced) <= 8

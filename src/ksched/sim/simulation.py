@@ -79,20 +79,27 @@ class Simulation:
         steps = 0
         limited = False
         sched = self.scheduler
+        controllers = self.cluster.controllers
         while True:
             rv = self.store.resource_version
-            steps += sched.run_until_idle()
+            # The controllers react once to all the bindings (pod starts, deletions) of this
+            # instant rather than after each: the same outcome at the same virtual time, without a
+            # ReplicaSet re-counting its pods once per pod.
+            with controllers.held():
+                steps += sched.run_until_idle()
             if progress is not None:
                 progress(self)
             changed = False
-            if self.kubelet is not None and self.kubelet.step():
-                changed = True
-            if self.store.finalize_expired():
-                changed = True
-            if self.cluster.controllers.settle():
+            with controllers.held():
+                if self.kubelet is not None and self.kubelet.step():
+                    changed = True
+                if self.store.finalize_expired():
+                    changed = True
+            if controllers.settle():
                 changed = True
             if self.store.resource_version != rv:
                 last_change = self.clock.now()
+                changed = True
             if changed or not sched.idle():
                 continue
             t = self._next_timer()
