@@ -194,3 +194,16 @@ def test_a_simulation_syncs_once_per_instant_not_once_per_pod(monkeypatch: pytes
     sim.run()
     assert len([p for p in pods_of(sim.store, "web") if p.phase == "Running"]) == 60
     assert 2 <= len(synced) <= 8
+
+
+def test_pod_names_are_reproducible_for_a_seed() -> None:
+    from ksched.sim.simulation import Simulation
+
+    def names(seed: int) -> list[str]:
+        sim = Simulation(seed=seed)
+        sim.store.create(mknode("n1"))
+        sim.store.create(mkrs("web", replicas=4))
+        sim.run()
+        return [p.name for p in pods_of(sim.store, "web")]
+
+    assert names(1) == names(1) and names(1) != names(2)

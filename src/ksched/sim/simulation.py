@@ -37,8 +37,9 @@ class Simulation:
                  vectorize: bool = True, conflict_resolver: bool = True, batching: bool = True,
                  disable_admission_plugins: Iterable[str] = ()) -> None:
         self.clock = VirtualClock(start)
+        # generateName suffixes (the controllers' pods) come from the seed too.
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
-                                       disable_admission_plugins=disable_admission_plugins)
+                                       disable_admission_plugins=disable_admission_plugins, name_seed=seed)
         self.store = self.cluster.store
         self.client = self.cluster.client
         self.informers = InformerFactory(self.client)
