@@ -240,8 +240,9 @@ def test_active_deadline() -> None:
     w.run()
     assert w.conditions() == [
         ("FailureTarget", "True", "DeadlineExceeded", "Job was active longer than specified deadline", 30),
-        # The pods were deleted at 30 and stopped at 31; the sync a second later finishes it.
-        ("Failed", "True", "DeadlineExceeded", "Job was active longer than specified deadline", 32)]
+        # The pods were deleted at 30 and stopped at 31 (the kubelet stops both in one step); the
+        # sync due a second after the deletion runs after that step and finishes it.
+        ("Failed", "True", "DeadlineExceeded", "Job was active longer than specified deadline", 31)]
     assert w.status()["failed"] == 2 and w.pods() == []
     assert [m for r, m in w.job_events() if r == "SuccessfulDelete"] == [f"Deleted pod: {n}" for _, n in w.created()]
 

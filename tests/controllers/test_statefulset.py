@@ -213,9 +213,12 @@ def test_retention_policy_owner_references() -> None:
         assert [(r.kind, r.name, r.uid, r.controller) for r in c.owner_references] == [
             ("StatefulSet", "db", s.uid, True)]
     sim.store.patch_scale("StatefulSet", "default", "db", {"spec": {"replicas": 1}})
-    sim.run(max_seconds=1.0)
-    # The condemned pod's claim is handed to the pod (deleted with it by the garbage collector).
+    # The condemned pod's claim is handed to the pod (still terminating) ...
     c = sim.store.get("PersistentVolumeClaim", "default", "data-db-1")
     doomed = [p for p in pods_of(sim.store, "db") if p.name == "db-1"]
     assert [(r.kind, r.name) for r in c.owner_references] == [("Pod", "db-1")]
-    assert doomed and c.owner_references[0].uid == doomed[0].uid
+    assert doomed and doomed[0].deletion_timestamp is not None and c.owner_references[0].uid == doomed[0].uid
+    # ... and the garbage collector deletes it once the pod is gone; the kept ordinal's stays.
+    sim.run()
+    claims = sorted(c.name for c in sim.store.items("PersistentVolumeClaim"))
+    assert claims == ["data-db-0"]

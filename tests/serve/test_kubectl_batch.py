@@ -174,7 +174,7 @@ def test_kubectl_create_cronjob_and_a_job_from_it(k: Kubectl, ns: str) -> None:
 def test_a_bad_schedule_is_refused(k: Kubectl, ns: str) -> None:
     cp = k.run("create", "cronjob", "bad", "-n", ns, "--image=busybox", "--schedule=61 * * * *", check=False)
     assert cp.returncode == 1
-    assert cp.stderr.strip() == ('error: failed to create cronjob: CronJob "bad" is invalid: spec.schedule: '
+    assert cp.stderr.strip() == ('error: failed to create cronjob: CronJob.batch "bad" is invalid: spec.schedule: '
                                  'Invalid value: "61 * * * *": end of range (61) above maximum (59): 61')
 
 

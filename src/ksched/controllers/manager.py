@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ksched.client.informer import InformerFactory
@@ -99,17 +99,17 @@ class ControllerManager:
     # ---------------------------------------------------------------- single-threaded
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        """Settle nothing inside the block, then settle once: the controllers start on everything
-        written meanwhile, as kube-controller-manager's start after their informers synced (a
-        simulation loading a dump of a cluster: a Deployment must not make a new ReplicaSet before
-        the dumped one is loaded)."""
+    def held(self, settle: Callable[[], bool] | None = None) -> Iterator[None]:
+        """Settle nothing inside the block, then settle once (when ``settle`` says so, if given):
+        the controllers start on everything written meanwhile, as kube-controller-manager's start
+        after their informers synced (a simulation loading a dump of a cluster: a Deployment must
+        not make a new ReplicaSet before the dumped one is loaded)."""
         self._held += 1
         try:
             yield
         finally:
             self._held -= 1
-        if not self._held:
+        if not self._held and (settle is None or settle()):
             self.settle()
 
     def settle(self) -> int:

@@ -83,15 +83,19 @@ class Simulation:
         controllers = self.cluster.controllers
         while True:
             rv = self.store.resource_version
-            # The controllers react once to all the bindings (pod starts, deletions) of this
-            # instant rather than after each: the same outcome at the same virtual time, without a
-            # ReplicaSet re-counting its pods once per pod.
-            with controllers.held():
+            # The controllers react once to all the bindings of this instant, and once to all the
+            # pod starts and stops, rather than after each write: the same outcome at the same
+            # virtual time, without a ReplicaSet re-counting its pods once per pod. A block that
+            # wrote nothing settles nothing (as no write would), so a sync due now still runs
+            # after the kubelet's step, as it would without the blocks.
+            changed = False
+            before = self.store.resource_version
+            with controllers.held(settle=lambda rv=before: self.store.resource_version != rv):
                 steps += sched.run_until_idle()
             if progress is not None:
                 progress(self)
-            changed = False
-            with controllers.held():
+            before = self.store.resource_version
+            with controllers.held(settle=lambda rv=before: self.store.resource_version != rv):
                 if self.kubelet is not None and self.kubelet.step():
                     changed = True
                 if self.store.finalize_expired():
