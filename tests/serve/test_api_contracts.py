@@ -33,7 +33,9 @@ def server(store: Store) -> Iterator[ApiServer]:
 
 @pytest.fixture
 def api(server: ApiServer) -> Http:
-    return Http("127.0.0.1", server.port)
+    # The first OpenAPI request builds every document (about 5 s on a busy machine, more with the
+    # whole suite running): a generous timeout.
+    return Http("127.0.0.1", server.port, timeout=60.0)
 
 
 def assert_status(body: Any, code: int, reason: str) -> dict[str, Any]:
