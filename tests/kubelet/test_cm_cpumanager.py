@@ -14,7 +14,7 @@ from ksched.api.pod import Pod
 from ksched.kubelet.cm.cpumanager.cpu_assignment import CPUAllocationError
 from ksched.kubelet.cm.cpumanager.policy_static import StaticPolicy, guaranteed_cpus, pod_guaranteed_cpus
 from ksched.kubelet.cm.cpuset import parse
-from ksched.kubelet.cm.topology import TopologyError, build_topology
+from ksched.kubelet.cm.topology import CPUInfo, CPUTopology, TopologyError, build_topology
 from ksched.kubelet.cm.topologymanager import bitmask
 from ksched.kubelet.cm.topologymanager.policy import TopologyHint
 
@@ -140,20 +140,80 @@ def test_which_containers_are_exclusive() -> None:
     assert pod_guaranteed_cpus(p) == 4  # max(init peak 4, app 2 + sidecar 1)
 
 
-# Hints on the dual-socket machine: NUMA node 0 holds CPUs 0,2,..,10; node 1 holds 1,3,..,11.
-HINTS = [
-    ("fits in one NUMA node", "2,4,6,1,3,5,7,9,11", 4, [((1,), True), ((0, 1), False)]),
-    ("needs both NUMA nodes", "2,4,6,1,3,5,7,9,11", 7, [((0, 1), True)]),
-    ("request larger than available", "2,4,6,1,3,5,7,9,11", 10, []),
-    ("both nodes fit", "0-11", 1, [((0,), True), ((1,), True), ((0, 1), False)]),
+# upstream's returnMachineInfo: NUMA node 0 = cores (0,6), (1,7), (2,8); node 1 = (3,9), (4,10), (5,11).
+HINT_MACHINE = CPUTopology({c: CPUInfo(numa, numa, core) for numa, cores in
+                            ((0, ((0, 6), (1, 7), (2, 8))), (1, ((3, 9), (4, 10), (5, 11))))
+                            for core, pair in enumerate(cores) for c in pair})
+N0, N1, N01 = (0,), (1,), (0, 1)
+
+# upstream's returnTestCases (TestGetTopologyHints): (name, request, assignments, default pool, hints)
+HINTS: list[tuple[str, int, str, str, list[tuple[tuple[int, ...], bool]] | None]] = [
+    ("Request 2 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 2, "", "2-11",
+     [(N0, True), (N1, True), (N01, False)]),
+    ("Request 5 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 5, "", "2-11", [(N1, True), (N01, False)]),
+    ("Request 7 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 7, "", "2-11", [(N01, True)]),
+    ("Request 11 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 11, "", "2-11", []),
+    ("Request 2 CPUs, 1 available on NUMA 0, 1 available on NUMA 1", 2, "", "0,3", [(N01, False)]),
+    ("Request more CPUs than available", 5, "", "0-3", []),
+    ("Regenerate Single-Node NUMA Hints if already allocated 1/2", 2, "0,6", "", [(N0, True), (N01, False)]),
+    ("Regenerate Single-Node NUMA Hints if already allocated 2/2", 2, "3,9", "", [(N1, True), (N01, False)]),
+    ("Regenerate Cross-NUMA Hints if already allocated", 11, "0-10", "", [(N01, True)]),
+    ("Requested less than already allocated", 2, "0,6,3,9", "", []),
+    ("Requested more than already allocated", 11, "0,6,3,9", "", []),
 ]
 
 
-@pytest.mark.parametrize(("desc", "available", "n", "expected"), HINTS, ids=[h[0] for h in HINTS])
-def test_cpu_topology_hints(desc: str, available: str, n: int, expected: list[tuple[tuple[int, ...], bool]]) -> None:
-    policy = StaticPolicy(TOPO_DUAL_SOCKET_HT, 1, Affinity())
-    got = policy.generate_hints(parse(available), frozenset(), n)
-    assert got == [TopologyHint(bitmask.mask_of(m), pref) for m, pref in expected]
+@pytest.mark.parametrize(("desc", "n", "assigned", "default", "expected"), HINTS, ids=[h[0] for h in HINTS])
+def test_cpu_topology_hints(desc: str, n: int, assigned: str, default: str,
+                            expected: list[tuple[tuple[int, ...], bool]]) -> None:
+    policy = StaticPolicy(HINT_MACHINE, 0, Affinity(), reserved_cpus=())
+    policy.default = set(parse(default))
+    p = pod("fake", ctr("c", str(n), str(n)))
+    if assigned:
+        policy.assignments[p.uid] = {"c": parse(assigned)}
+    want = [TopologyHint(bitmask.mask_of(m), pref) for m, pref in expected]
+    assert policy.get_topology_hints(p, p.containers[0]) == {"cpu": want}
+    if assigned:
+        policy.assignments[p.uid] = {"c": parse(assigned)}
+    assert policy.get_pod_topology_hints(p) == {"cpu": want}
+
+
+def opts(*cpus: int | tuple[int, str]) -> tuple[dict[str, Any], ...]:
+    out = []
+    for i, o in enumerate(cpus):
+        n, restart = (o, "") if isinstance(o, int) else o
+        c = ctr(f"c{i}-{n}", str(n), str(n))
+        if restart:
+            c["restartPolicy"] = restart
+        out.append(c)
+    return tuple(out)
+
+
+A = "Always"
+# upstream's TestPodGuaranteedCPUs: (name, init containers, app containers, CPUs)
+POD_CPUS = [
+    ("TestCase01: if requestedCPU == 0, Pod is not Guaranteed Qos", opts(0), opts(0), 0),
+    ("TestCase02: if requestedCPU == 0, Pod is not Guaranteed Qos", opts(0), opts(2), 0),
+    ("TestCase03: if requestedCPU == 0, Pod is not Guaranteed Qos", opts(2), opts(0), 0),
+    ("TestCase04: Guaranteed Pod requests 2 CPUs", opts(2), opts(2), 2),
+    ("TestCase05: Guaranteed Pod requests 5 CPUs", opts(5), opts(5), 5),
+    ("TestCase06: The number of CPUs requested By app is bigger than the number of CPUs requested by init",
+     opts(2), opts(5), 5),
+    ("TestCase07: The number of CPUs requested By init is bigger than the number of CPUs requested by app",
+     opts(5), opts(2), 5),
+    ("TestCase08: Sum of CPUs requested by multiple containers", opts(2, 4), opts(2, 4), 6),
+    ("TestCase09: restartable init container + regular container", opts((1, A)), opts(1), 2),
+    ("TestCase10: multiple restartable init containers", opts(5, (1, A), (2, A), (3, A)), opts(1), 7),
+    ("TestCase11: multiple restartable and regular init containers", opts(5, (1, A), (2, A), 5, (3, A)),
+     opts(1), 8),
+    ("TestCase12: restartable init, regular init and regular container", opts((10, A), 200), opts(100), 210),
+]
+
+
+@pytest.mark.parametrize(("desc", "init", "app", "expected"), POD_CPUS, ids=[c[0] for c in POD_CPUS])
+def test_pod_guaranteed_cpus(desc: str, init: tuple[dict[str, Any], ...], app: tuple[dict[str, Any], ...],
+                             expected: int) -> None:
+    assert pod_guaranteed_cpus(pod("p", *app, init=init)) == expected
 
 
 def test_hints_of_containers_without_exclusive_cpus_and_of_allocated_ones() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ksched.kubelet.cm.topologymanager import bitmask
-from ksched.kubelet.cm.topologymanager.policy import Policy, TopologyHint
+from ksched.kubelet.cm.topologymanager.policy import Policy, TopologyHint, filter_single_numa_hints
 
 NUMA = [0, 1, 2, 3]  # upstream's policy tests run on four NUMA nodes
 ALL = (0, 1, 2, 3)
@@ -91,21 +91,57 @@ def test_restricted_merges_as_best_effort_and_admits_only_preferred(name: str, p
     assert hint.preferred == expected.preferred and admit == expected.preferred
 
 
-SINGLE_NUMA: list[tuple[str, list[Any], TopologyHint, bool]] = [
-    ("both providers prefer NUMA node 0", [{"cpu": [H((0,), T), H((0, 1), F)]}, {"gpu": [H((0,), T)]}],
-     H((0,), T), True),
-    ("only a two-node mask is possible for one resource",
-     [{"cpu": [H((0, 1), T)]}, {"gpu": [H((0,), T)]}], H(None, F), False),
-    ("no common single node", [{"cpu": [H((0,), T)]}, {"gpu": [H((1,), T)]}], H(None, F), False),
-    ("don't care everywhere: no affinity, admitted", [{"cpu": None}, None], H(None, T), True),
-    ("no possible placement for a resource", [{"cpu": []}], H(None, F), False),
-    ("narrowest of the single nodes wins", [{"cpu": [H((0,), T), H((1,), T)]}], H((0,), T), True),
+# upstream's singleNumaNodePolicy.mergeTestCases, on two NUMA nodes, after the common cases.
+SINGLE_NUMA: list[tuple[str, list[Any], TopologyHint]] = [
+    ("TopologyHint not set", [], H(None, T)),
+    ("HintProvider returns empty non-nil map[string][]TopologyHint", [{}], H(None, T)),
+    ("HintProvider returns -nil map[string][]TopologyHint from provider", [{"resource": None}], H(None, T)),
+    ("HintProvider returns empty non-nil map[string][]TopologyHint from provider", [{"resource": []}], H(None, F)),
+    ("Single TopologyHint with Preferred as true and NUMANodeAffinity as nil",
+     [{"resource": [H(None, T)]}], H(None, T)),
+    ("Single TopologyHint with Preferred as false and NUMANodeAffinity as nil",
+     [{"resource": [H(None, F)]}], H(None, F)),
+    ("Two providers, 1 hint each, no common mask",
+     [{"resource1": [H((0,), T)]}, {"resource2": [H((1,), T)]}], H(None, F)),
+    ("Two providers, 1 hint each, same mask, 1 preferred, 1 not 1/2",
+     [{"resource1": [H((0,), T)]}, {"resource2": [H((0,), F)]}], H(None, F)),
+    ("Two providers, 1 hint each, same mask, 1 preferred, 1 not 2/2",
+     [{"resource1": [H((1,), T)]}, {"resource2": [H((1,), F)]}], H(None, F)),
+    ("Two providers, 1 with 2 hints, 1 with single non-preferred hint matching",
+     [{"resource1": [H((0,), T), H((1,), T)]}, {"resource2": [H((0, 1), F)]}], H(None, F)),
+    ("Single NUMA hint generation",
+     [{"resource1": [H((0, 1), T)], "resource2": [H((0,), T), H((1,), T), H((0, 1), F)]}], H(None, F)),
+    ("One no-preference provider",
+     [{"resource1": [H((0,), T), H((1,), T), H((0, 1), F)]}, None], H((0,), T)),
+]
+SINGLE_NUMA_ALL = [(n, p, e) for n, p, e in COMMON] + SINGLE_NUMA
+
+
+@pytest.mark.parametrize(("name", "providers", "expected"), SINGLE_NUMA_ALL, ids=[c[0] for c in SINGLE_NUMA_ALL])
+def test_single_numa_node_merge(name: str, providers: list[Any], expected: TopologyHint) -> None:
+    assert Policy("single-numa-node", [0, 1]).merge(providers) == (expected, expected.preferred)
+
+
+# upstream's TestPolicySingleNumaNodeFilterHints
+FILTER = [
+    ("filter empty resources", [], []),
+    ("filter hints with nil socket mask 1/2", [[H(None, F)], [H(None, T)]], [[], [H(None, T)]]),
+    ("filter hints with nil socket mask 2/2", [[H((0,), T), H(None, F)], [H((1,), T), H(None, T)]],
+     [[H((0,), T)], [H((1,), T), H(None, T)]]),
+    ("filter hints with empty resource socket mask", [[H((1,), T), H((0,), T), H(None, F)], []],
+     [[H((1,), T), H((0,), T)], []]),
+    ("filter hints with wide sockemask",
+     [[H((0,), T), H((1,), T), H((1, 2), F), H((0, 1, 2), F), H(None, F)],
+      [H((1, 2), F), H((0, 1, 2), F), H((0, 2), F), H((3,), F)],
+      [H((1, 2), F), H((0, 1, 2), F), H((0, 2), F)]],
+     [[H((0,), T), H((1,), T)], [], []]),
 ]
 
 
-@pytest.mark.parametrize(("name", "providers", "expected", "admit"), SINGLE_NUMA, ids=[c[0] for c in SINGLE_NUMA])
-def test_single_numa_node(name: str, providers: list[Any], expected: TopologyHint, admit: bool) -> None:
-    assert Policy("single-numa-node", NUMA).merge(providers) == (expected, admit)
+@pytest.mark.parametrize(("name", "hints", "expected"), FILTER, ids=[f[0] for f in FILTER])
+def test_single_numa_node_filter_hints(name: str, hints: list[list[TopologyHint]],
+                                       expected: list[list[TopologyHint]]) -> None:
+    assert filter_single_numa_hints(hints) == expected
 
 
 def test_none_admits_everything_without_affinity() -> None:

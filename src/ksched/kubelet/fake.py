@@ -11,8 +11,14 @@ a real cluster: preemption victims and deleted pods go away, PodDisruptionBudget
 pods, Jobs see their pods finish, and pods get a ``startTime`` (preemption prefers to keep
 older pods).
 
-Divergences: one agent acts for every node; node admission, resource usage and evictions are
-not simulated; see ``ksched.kubelet.runtime`` for the containers.
+Nodes that declare a NUMA layout or kubelet settings (``ksched.kubelet.cm``) run their CPU,
+topology and device managers at admission: a pod they refuse ends ``Failed`` with their reason
+and "Pod was rejected: <message>", as the kubelet's rejectPod; what an admitted pod was given is
+written on it (``ksched.io/cpuset``, ``ksched.io/devices``), and the devices' capacity and
+allocatable on the node's status.
+
+Divergences: one agent acts for every node; resource usage and evictions are not simulated;
+see ``ksched.kubelet.runtime`` for the containers.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from ksched.api.meta import format_time
 from ksched.api.pod import Pod
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.kubelet import runtime as rt
+from ksched.kubelet.cm.node_managers import NodeManagers
+from ksched.kubelet.lifecycle import PodAdmitResult
 
 __all__ = ["FakeKubelet"]
 
@@ -61,6 +69,11 @@ class FakeKubelet:
         self._runs: dict[str, _Run] = {}
         self.informer = informers.informer("Pod")
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
+        self.node_managers = NodeManagers()
+        informers.informer("Node").add_handler(EventHandler(
+            self.node_managers.on_node, lambda _old, new: self.node_managers.on_node(new),
+            lambda obj: self.node_managers.on_node_deleted(
+                (obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj).name)))
 
     # ---------------------------------------------------------------- timers
 
@@ -89,6 +102,8 @@ class FakeKubelet:
             self._adopt_running(pod)
 
     def _on_update(self, old: Pod, new: Pod) -> None:
+        if new.is_terminal:
+            self.node_managers.remove_pod(new)
         if not new.node_name or new.is_terminal:
             return
         if new.deletion_timestamp is not None and (old.deletion_timestamp is None or
@@ -99,6 +114,7 @@ class FakeKubelet:
 
     def _on_delete(self, obj: Any) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self.node_managers.remove_pod(pod)
         self._runs.pop(pod.uid, None)
         self.backoff.forget(pod.uid)
 
@@ -132,6 +148,12 @@ class FakeKubelet:
         Returns how many pods changed."""
         now = self.clock.now()
         n = 0
+        for name, patch in self.node_managers.node_status_patches():
+            try:
+                self.client.patch("Node", "", name, patch, "application/merge-patch+json", "status")
+                n += 1
+            except ApiError as e:
+                log.debug("kubelet: status of node %s: %s", name, e)
         while self._timers and self._timers[0][0] <= now:
             _, _, action, key, uid, epoch = heapq.heappop(self._timers)
             pod = self.informer.get(key)
@@ -154,6 +176,13 @@ class FakeKubelet:
     def _start(self, pod: Pod, run: _Run, now: float) -> bool:
         if not pod.node_name or pod.phase != "Pending" or pod.deletion_timestamp is not None:
             return False
+        admitted, annotations = self.node_managers.admit(pod)
+        if not admitted.admit:
+            self._reject(pod, run, admitted)
+            return True
+        if annotations:
+            self.client.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": annotations}},
+                              "application/merge-patch+json")
         run.started = now
         run.epoch += 1
         status: dict[str, Any] = {
@@ -166,6 +195,12 @@ class FakeKubelet:
         self._patch_status(pod, status)
         self._schedule_exit(pod, run)
         return True
+
+    def _reject(self, pod: Pod, run: _Run, result: PodAdmitResult) -> None:
+        """The node refused the pod (upstream's rejectPod)."""
+        run.epoch += 1
+        self._patch_status(pod, {"phase": "Failed", "reason": result.reason,
+                                 "message": f"Pod was rejected: {result.message}"})
 
     def _exit(self, pod: Pod, run: _Run, now: float) -> bool:
         """The containers exit: the pod is done, or they restart (now, or after their back-off)."""

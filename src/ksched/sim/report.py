@@ -4,6 +4,8 @@ tables, and as a Markdown report with a utilization plot."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,9 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
         if reason is None and pod.scheduler_name not in sim.scheduler.profiles:
             reason = "NotOurScheduler"
             message = f'schedulerName "{pod.scheduler_name}" is not a profile of this scheduler'
+    elif pod.phase == "Failed":  # refused by the node's kubelet (TopologyAffinityError, ...) or failed
+        status = pod.raw.get("status") or {}
+        reason, message = status.get("reason"), status.get("message")
     ref = pod.controller_ref()
     entry: dict[str, Any] = {
         "namespace": pod.namespace,
@@ -70,6 +75,11 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
         "nominatedNode": pod.nominated_node_name or None,
         "attempts": sim.scheduler.attempts.get(pod.key, 0),
     }
+    # What the node's CPU and device managers gave the pod (ksched.kubelet.cm).
+    for key, field in (("ksched.io/cpuset", "cpuset"), ("ksched.io/devices", "devices")):
+        if key in pod.annotations:
+            with contextlib.suppress(ValueError):
+                entry[field] = json.loads(pod.annotations[key])
     if explain:
         ex = sim.scheduler.explanations.get(pod.key)
         entry["explain"] = ex.to_dict() if ex is not None else None

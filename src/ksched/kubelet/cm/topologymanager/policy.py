@@ -82,6 +82,13 @@ def filter_providers_hints(providers_hints: Sequence[ProviderHints]) -> list[lis
     return out
 
 
+def filter_single_numa_hints(all_hints: list[list[TopologyHint]]) -> list[list[TopologyHint]]:
+    """single-numa-node keeps, per resource, the preferred hints without affinity or with one
+    NUMA node."""
+    return [[h for h in hints if h.preferred and (h.numa_affinity is None or bitmask.count(h.numa_affinity) == 1)]
+            for hints in all_hints]
+
+
 def _narrowest(hints: Sequence[TopologyHint]) -> TopologyHint | None:
     best: TopologyHint | None = None
     for h in hints:
@@ -175,9 +182,7 @@ class Policy:
             return TopologyHint(), True
         filtered = filter_providers_hints(providers_hints)
         if self.name == POLICY_SINGLE_NUMA_NODE:
-            filtered = [[h for h in hints if h.preferred and (h.numa_affinity is None or
-                                                              bitmask.count(h.numa_affinity) == 1)]
-                        for hints in filtered]
+            filtered = filter_single_numa_hints(filtered)
             best = HintMerger(self.numa_nodes, filtered).merge()
             if best.numa_affinity == bitmask.mask_of(self.numa_nodes):
                 best = TopologyHint(None, best.preferred)
