@@ -148,6 +148,10 @@ def test_reserved_cpus_from_kubelet_config() -> None:
     assert m.cpu is not None and m.cpu.reserved == parse("0,8")  # ceil(1.5) = 2 CPUs: a whole core
     m = managers_for_node(node({"cpuManagerPolicy": "static", "reservedSystemCPUs": "7,15"}))
     assert m.cpu is not None and m.cpu.reserved == parse("7,15")
+    only_allocatable = node({"cpuManagerPolicy": "static"})
+    del only_allocatable.raw["status"]["capacity"]
+    m = managers_for_node(Node(only_allocatable.raw))  # 16 CPUs in the layout, 15 allocatable
+    assert m.cpu is not None and m.cpu.reserved == parse("0")
 
 
 BAD_LAYOUTS = [

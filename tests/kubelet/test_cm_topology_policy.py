@@ -75,6 +75,14 @@ BEST_EFFORT: list[tuple[str, list[Any], TopologyHint]] = [
      [{"resource1": [H((0, 1, 2, 3), F), H((0, 1), F)]}, {"resource2": [H((0, 3), F)]}], H((0, 3), F)),
     ("bestNonPreferredAffinityCount (3)",
      [{"resource1": [H((0, 1, 2, 3), F), H((0, 1), F)]}, {"resource2": [H((1, 2), F)]}], H((1, 2), F)),
+    ("bestNonPreferredAffinityCount (4)",
+     [{"resource1": [H((0, 1, 2, 3), F), H((0, 1), F)]}, {"resource2": [H((2, 3), F)]}], H((2, 3), F)),
+    ("bestNonPreferredAffinityCount (5)",
+     [{"resource1": [H((0, 1, 2, 3), F), H((0, 1), F)]}, {"resource2": [H((1, 2), F), H((2, 3), F)]}],
+     H((1, 2), F)),
+    ("bestNonPreferredAffinityCount (6)",
+     [{"resource1": [H((0, 1, 2, 3), F), H((0, 1), F)]},
+      {"resource2": [H((1, 2, 3), F), H((1, 2), F), H((1, 3), F), H((2, 3), F)]}], H((1, 2), F)),
 ]
 
 

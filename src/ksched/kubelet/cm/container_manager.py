@@ -14,7 +14,8 @@ fields, given per node in the annotation ``ksched.io/kubelet-config`` (JSON or Y
   ``single-numa-node``; ``topologyManagerScope``: ``container`` (default) or ``pod``.
 * ``reservedSystemCPUs``: the CPUs kept for the system (a cpuset list); without it the static
   policy reserves ceil(``kubeReserved.cpu`` + ``systemReserved.cpu``) CPUs, and without those
-  fields ceil(capacity - allocatable) of the node's CPU, which is what they amount to.
+  fields ceil(capacity - allocatable) of the node's CPU, which is what they amount to (a node
+  that states no CPU capacity has the CPUs of its layout).
 
 The hardware comes from ``ksched.io/topology`` (``ksched.kubelet.cm.topology``), device health
 from ``ksched.io/unhealthy-devices`` (``devicemanager.plugin``). What a pod was given is
@@ -141,8 +142,9 @@ class NodeResourceManagers:
                                     f"annotation {TOPOLOGY_ANNOTATION}")
             if config.reserved_cpu_milli is not None:
                 milli = config.reserved_cpu_milli
-            else:
-                milli = max(0, node.capacity.get("cpu", 0) - node.allocatable.get("cpu", 0))
+            else:  # a node that states no capacity has the CPUs of its layout
+                capacity = node.capacity.get("cpu", layout.topology.num_cpus * 1000)
+                milli = max(0, capacity - node.allocatable.get("cpu", capacity))
             self.cpu = StaticPolicy(layout.topology, math.ceil(milli / 1000), self.scope,
                                     config.reserved_system_cpus, node.name)
             providers.append(self.cpu)
