@@ -23,22 +23,17 @@ resize; no checkpoint file (the state lives as long as the simulated kubelet).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
 from ksched.api.pod import Container, Pod
 from ksched.api.resources import QOS_GUARANTEED, qos_class
 from ksched.kubelet.cm.cpumanager.cpu_assignment import CPUAllocationError, take_by_topology_numa_packed
 from ksched.kubelet.cm.topology import CPUTopology, TopologyError
 from ksched.kubelet.cm.topologymanager import bitmask
-from ksched.kubelet.cm.topologymanager.policy import ProviderHints, TopologyHint
+from ksched.kubelet.cm.topologymanager.policy import AffinityStore, ProviderHints, TopologyHint
 
-__all__ = ["AffinityStore", "StaticPolicy", "guaranteed_cpus"]
+__all__ = ["StaticPolicy", "guaranteed_cpus", "pod_guaranteed_cpus"]
 
 CPU = "cpu"
-
-
-class AffinityStore(Protocol):
-    def get_affinity(self, pod_uid: str, container: str) -> TopologyHint: ...
 
 
 def guaranteed_cpus(pod: Pod, container: Container) -> int:

@@ -30,7 +30,7 @@ from ksched.api.resources import is_extended_resource
 from ksched.kubelet.cm.admission import AllocationError
 from ksched.kubelet.cm.devicemanager.plugin import API_VERSION, HEALTHY, Device, SimulatedDevicePlugin
 from ksched.kubelet.cm.topologymanager import bitmask
-from ksched.kubelet.cm.topologymanager.policy import ProviderHints, TopologyHint
+from ksched.kubelet.cm.topologymanager.policy import AffinityStore, ProviderHints, TopologyHint
 
 __all__ = ["DeviceAllocationError", "DeviceManager", "RegistrationError"]
 
@@ -47,15 +47,15 @@ def _natural(s: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
-class _AffinityStore:
+class _NoAffinity:
     def get_affinity(self, pod_uid: str, container: str) -> TopologyHint:
         return TopologyHint()
 
 
 class DeviceManager:
-    def __init__(self, numa_nodes: Sequence[int], affinity: object | None = None) -> None:
+    def __init__(self, numa_nodes: Sequence[int], affinity: AffinityStore | None = None) -> None:
         self.numa_nodes = tuple(numa_nodes)
-        self.affinity = affinity if affinity is not None else _AffinityStore()
+        self.affinity: AffinityStore = affinity if affinity is not None else _NoAffinity()
         self.plugins: dict[str, SimulatedDevicePlugin] = {}
         self.all_devices: dict[str, dict[str, Device]] = {}
         self.healthy: dict[str, set[str]] = {}
@@ -257,7 +257,7 @@ class DeviceManager:
 
     def _filter_by_affinity(self, pod_uid: str, container: str, resource: str,
                             available: set[str]) -> tuple[set[str], set[str], set[str]]:
-        hint = self.affinity.get_affinity(pod_uid, container)  # type: ignore[attr-defined]
+        hint = self.affinity.get_affinity(pod_uid, container)
         if not self._has_topology(resource) or hint.numa_affinity is None:
             return set(), set(), set(available)
         devs = self.all_devices[resource]

@@ -26,11 +26,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import Protocol
 
 from ksched.kubelet.cm.topologymanager import bitmask
 
 __all__ = [
     "POLICIES",
+    "AffinityStore",
     "POLICY_BEST_EFFORT",
     "POLICY_NONE",
     "POLICY_RESTRICTED",
@@ -58,6 +60,13 @@ class TopologyHint:
         mask = "nil" if self.numa_affinity is None else "".join(
             "1" if self.numa_affinity >> i & 1 else "0" for i in reversed(range(max(self.numa_affinity.bit_length(), 1))))
         return f"{{{mask} {str(self.preferred).lower()}}}"
+
+
+class AffinityStore(Protocol):
+    """Where the hint providers read the affinity the topology manager chose for a container
+    (upstream's topologymanager.Store)."""
+
+    def get_affinity(self, pod_uid: str, container: str) -> TopologyHint: ...
 
 
 # A provider's answer: resource name -> hints (None: no preference; []: impossible). A provider
