@@ -225,3 +225,32 @@ def test_hints_of_containers_without_exclusive_cpus_and_of_allocated_ones() -> N
     # Regenerated from the CPUs it holds (on NUMA node 0): masks holding them.
     assert policy.get_topology_hints(gu, gu.containers[0]) == {"cpu": [
         TopologyHint(bitmask.mask_of([0]), True), TopologyHint(bitmask.mask_of([0, 1]), False)]}
+
+
+# upstream's TestStaticPolicyAddWithResvList: (name, reserved, assignments, default pool, request, expected)
+ADD_WITH_RESV_LIST = [
+    ("GuPodSingleCore, SingleSocketHT, ExpectError", "0", {}, "0-7", "8000m",
+     "not enough cpus available to satisfy request: requested=8, available=7"),
+    ("GuPodSingleCore, SingleSocketHT, ExpectAllocOneCPU", "0,1", {}, "0-7", "1000m", "4"),
+    ("GuPodMultipleCores, SingleSocketHT, ExpectAllocOneCore", "0,1", {"fakeContainer100": "2,3,6,7"}, "0,1,4,5",
+     "2000m", "4,5"),
+]
+
+
+@pytest.mark.parametrize(("desc", "reserved", "assigned", "default", "cpu", "expected"), ADD_WITH_RESV_LIST,
+                         ids=[c[0] for c in ADD_WITH_RESV_LIST])
+def test_static_policy_add_with_reserved_list(desc: str, reserved: str, assigned: dict[str, str], default: str,
+                                              cpu: str, expected: str) -> None:
+    policy = StaticPolicy(TOPO_SINGLE_SOCKET_HT, 0, Affinity(), reserved_cpus=parse(reserved))
+    for name, cpus in assigned.items():
+        policy.assignments.setdefault("other", {})[name] = parse(cpus)
+    policy.default = set(parse(default))
+    p = pod("p", ctr("c", cpu, cpu))
+    if expected.startswith("not enough"):
+        with pytest.raises(CPUAllocationError, match=f"^{expected}$"):
+            policy.allocate(p, p.containers[0])
+        assert policy.assigned(p.uid) == {}
+        return
+    policy.allocate(p, p.containers[0])
+    got = policy.assigned(p.uid)["c"]
+    assert got == parse(expected) and not got & policy.default
