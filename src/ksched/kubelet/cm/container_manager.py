@@ -113,9 +113,12 @@ class ManagerConfig:
         if not text:
             return cls()
         try:
-            d = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise TopologyError(f"{where}: not JSON or YAML: {e}") from None
+            d = json.loads(text)
+        except ValueError:
+            try:
+                d = yaml.safe_load(text)
+            except yaml.YAMLError as e:
+                raise TopologyError(f"{where}: not JSON or YAML: {e}") from None
         if not isinstance(d, dict):
             raise TopologyError(f"{where}: must be an object of KubeletConfiguration fields")
         return cls.from_kubelet_config(d, where)

@@ -97,9 +97,19 @@ class CPUTopology:
     def cpus_per_socket(self) -> int:
         return self.num_cpus // self.num_sockets if self.num_sockets else 0
 
+    @cached_property
+    def units(self) -> dict[str, dict[int, frozenset[int]]]:
+        """level ("numa", "socket", "core") -> unit id -> its CPUs."""
+        out: dict[str, dict[int, set[int]]] = {"numa": {}, "socket": {}, "core": {}}
+        for c, i in self.details.items():
+            out["numa"].setdefault(i.numa_node, set()).add(c)
+            out["socket"].setdefault(i.socket, set()).add(c)
+            out["core"].setdefault(i.core, set()).add(c)
+        return {level: {u: frozenset(cs) for u, cs in d.items()} for level, d in out.items()}
+
     def cpus_in_numa_nodes(self, *ids: int) -> frozenset[int]:
-        s = set(ids)
-        return frozenset(c for c, i in self.details.items() if i.numa_node in s)
+        numa = self.units["numa"]
+        return frozenset().union(*(numa.get(n, frozenset()) for n in ids))
 
     def numa_node_of(self, cpu: int) -> int:
         return self.details[cpu].numa_node

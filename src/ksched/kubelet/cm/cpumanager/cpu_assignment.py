@@ -32,56 +32,56 @@ class CPUAllocationError(AllocationError):
     """Not enough CPUs: the message is upstream's."""
 
 
+_LEVEL = {"numa": lambda i: i.numa_node, "socket": lambda i: i.socket, "core": lambda i: i.core}
+
+
 class _Accumulator:
     def __init__(self, topo: CPUTopology, available: Iterable[int], n: int) -> None:
         self.topo = topo
-        self.details: dict[int, CPUInfo] = {c: topo.details[c] for c in available if c in topo.details}
+        self.units = topo.units
+        self.free: set[int] = set(available) & topo.cpus
         self.needed = n
         self.result: set[int] = set()
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
 
     # ---- what is free, per unit
-    def _free(self, pick: Callable[[CPUInfo], int], ids: Iterable[int]) -> dict[int, set[int]]:
-        s = set(ids)
-        out: dict[int, set[int]] = {i: set() for i in s}
-        for c, info in self.details.items():
-            k = pick(info)
-            if k in s:
-                out[k].add(c)
-        return out
+    def _present(self, level: str, within: frozenset[int] | None = None) -> set[int]:
+        """Units of ``level`` with a free CPU (inside ``within`` when given)."""
+        pick: Callable[[CPUInfo], int] = _LEVEL[level]
+        details = self.topo.details
+        cpus = self.free if within is None else self.free & within
+        return {pick(details[c]) for c in cpus}
 
-    def _sorted(self, pick: Callable[[CPUInfo], int], ids: Iterable[int]) -> list[int]:
-        free = self._free(pick, ids)
-        return sorted(free, key=lambda i: (len(free[i]), i))
+    def _sorted(self, level: str, ids: Iterable[int]) -> list[int]:
+        members = self.units[level]
+        free = self.free
+        return sorted(ids, key=lambda u: (len(members[u] & free), u))
 
     def _numas(self) -> list[int]:
         if self.numa_first:
-            return self._sorted(lambda i: i.numa_node, {i.numa_node for i in self.details.values()})
+            return self._sorted("numa", self._present("numa"))
         out: list[int] = []
         for s in self._sockets():
-            out += self._sorted(lambda i: i.numa_node, {i.numa_node for i in self.details.values() if i.socket == s})
+            out += self._sorted("numa", self._present("numa", self.units["socket"][s]))
         return out
 
     def _sockets(self) -> list[int]:
         if not self.numa_first:
-            return self._sorted(lambda i: i.socket, {i.socket for i in self.details.values()})
+            return self._sorted("socket", self._present("socket"))
         out: list[int] = []
         for n in self._numas():
-            out += self._sorted(lambda i: i.socket, {i.socket for i in self.details.values() if i.numa_node == n})
+            out += self._sorted("socket", self._present("socket", self.units["numa"][n]))
         return out
 
     def _cores(self) -> list[int]:
         out: list[int] = []
         if self.numa_first:
             for s in self._sockets():
-                out += self._sorted(lambda i: i.core, {i.core for i in self.details.values() if i.socket == s})
+                out += self._sorted("core", self._present("core", self.units["socket"][s]))
         else:
             for n in self._numas():
-                out += self._sorted(lambda i: i.core, {i.core for i in self.details.values() if i.numa_node == n})
+                out += self._sorted("core", self._present("core", self.units["numa"][n]))
         return out
-
-    def _cpus_of(self, pick: Callable[[CPUInfo], int], unit: int, details: dict[int, CPUInfo]) -> set[int]:
-        return {c for c, i in details.items() if pick(i) == unit}
 
     # ---- taking
     def needs(self, n: int) -> bool:
@@ -91,49 +91,40 @@ class _Accumulator:
         return self.needed < 1
 
     def failed(self) -> bool:
-        return self.needed > len(self.details)
+        return self.needed > len(self.free)
 
-    def take(self, cpus: set[int]) -> None:
+    def take(self, cpus: Iterable[int]) -> None:
+        cpus = set(cpus)
         self.result |= cpus
-        for c in cpus:
-            self.details.pop(c, None)
+        self.free -= cpus
         self.needed -= len(cpus)
 
-    def _take_full(self, pick: Callable[[CPUInfo], int], order: list[int], size_of: Callable[[int], int]) -> None:
-        for unit in order:
-            free = self._cpus_of(pick, unit, self.details)
-            whole = self._cpus_of(pick, unit, self.topo.details)
-            if len(free) != size_of(unit):
-                continue  # not a free unit (as of the start of this step: order was computed then)
-            if not self.needs(len(whole)):
-                continue
-            self.take(whole)
+    def _take_full(self, level: str, order: list[int], size: int | None) -> None:
+        """Take every unit of ``order`` that was wholly free when the step began (units of one
+        level are disjoint, so none stops being free meanwhile) while a whole one is needed.
+        ``size``: a free unit's size (upstream compares with CPUsPerSocket / CPUsPerCore), or
+        None for the unit's own size (NUMA nodes)."""
+        members = self.units[level]
+        whole = [u for u in order if len(members[u] & self.free) == (len(members[u]) if size is None else size)]
+        for u in whole:
+            if self.needs(len(members[u])):
+                self.take(members[u])
 
     def take_full_numa_nodes(self) -> None:
-        order = self._numas()
-        free_at_start = {n for n in order if len(self._cpus_of(lambda i: i.numa_node, n, self.details))
-                         == len(self.topo.cpus_in_numa_nodes(n))}
-        self._take_full(lambda i: i.numa_node, [n for n in order if n in free_at_start],
-                        lambda n: len(self.topo.cpus_in_numa_nodes(n)))
+        self._take_full("numa", self._numas(), None)
 
     def take_full_sockets(self) -> None:
-        per = self.topo.cpus_per_socket()
-        order = self._sockets()
-        free_at_start = [s for s in order if len(self._cpus_of(lambda i: i.socket, s, self.details)) == per]
-        self._take_full(lambda i: i.socket, free_at_start, lambda s: per)
+        self._take_full("socket", self._sockets(), self.topo.cpus_per_socket())
 
     def take_full_cores(self) -> None:
-        per = self.topo.cpus_per_core()
-        order = self._cores()
-        free_at_start = [c for c in order if len(self._cpus_of(lambda i: i.core, c, self.details)) == per]
-        self._take_full(lambda i: i.core, free_at_start, lambda c: per)
+        self._take_full("core", self._cores(), self.topo.cpus_per_core())
 
     def take_remaining_cpus(self) -> None:
         order: list[int] = []
         for core in self._cores():
-            order += sorted(self._cpus_of(lambda i: i.core, core, self.details))
+            order += sorted(self.units["core"][core] & self.free)
         for c in order:
-            self.take({c})
+            self.take((c,))
             if self.satisfied():
                 return
 
