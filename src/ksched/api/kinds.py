@@ -19,6 +19,7 @@ from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass
 from ksched.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from ksched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ksched.api.resourcequota import ResourceQuota
 from ksched.api.runtimeclass import RuntimeClass
 from ksched.api.service import Service
@@ -30,7 +31,8 @@ __all__ = ["KINDS", "KIND_BY_PLURAL", "UnknownKindError", "kind_class", "parse_o
 KINDS: dict[str, type[KubeObject]] = {
     c.KIND: c
     for c in (Namespace, Node, Pod, Event, PriorityClass, PodDisruptionBudget, PersistentVolume,
-              PersistentVolumeClaim, StorageClass, CSINode, Lease, Job, CronJob)
+              PersistentVolumeClaim, StorageClass, CSINode, Lease, Job, CronJob,
+              DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
 }
 # Services and their endpoints, configuration, identities, namespace limits and quotas, runtime
 # classes, RBAC, custom resource definitions.

@@ -18,7 +18,7 @@ from ksched.api.labels import LabelSelector
 from ksched.api.quantity import QuantityError, parse_quantity
 from ksched.api.resources import is_extended_resource, is_hugepages, is_native
 
-__all__ = ["validate", "validate_metadata", "validate_quantity", "validate_update"]
+__all__ = ["register_validator", "validate", "validate_metadata", "validate_quantity", "validate_update"]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -1519,6 +1519,21 @@ _VALIDATORS.update({
     "ClusterRoleBinding": _cluster_role_binding,
     "CustomResourceDefinition": _crd,
 })
+
+
+def register_validator(kind: str, fn: Callable[[_V, dict[str, Any]], None]) -> None:
+    """Add a kind's validator (a second one for a kind runs after the first: the pod's DRA
+    fields are checked by :mod:`ksched.api.resource_validation`)."""
+    prev = _VALIDATORS.get(kind)
+    if prev is None:
+        _VALIDATORS[kind] = fn
+        return
+
+    def both(v: _V, raw: dict[str, Any]) -> None:
+        prev(v, raw)
+        fn(v, raw)
+
+    _VALIDATORS[kind] = both
 
 
 def validate(raw: Any) -> list[FieldError]:

@@ -300,8 +300,11 @@ class SchemaSet:
         name = self.add_model(model)
         self.schemas[name]["x-kubernetes-group-version-kind"] = gvk
         list_name = None
-        if model + "List" in self.index.types:
-            list_name = self.add_model(model + "List")
+        # A group-prefixed kind may have a plain list model (ResourceV1ResourceClaim, V1ResourceClaimList).
+        list_model = model + "List" if model + "List" in self.index.types else \
+            self.index.model_for(group, version, cls.KIND + "List")
+        if list_model is not None and list_model in self.index.types:
+            list_name = self.add_model(list_model)
             self.schemas[list_name]["x-kubernetes-group-version-kind"] = [{**gvk[0], "kind": cls.KIND + "List"}]
         return name, list_name
 

@@ -149,6 +149,8 @@ _MERGE_KEYS = {
     "addresses": "type",
     "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name",
+    "resourceClaimStatuses": "name",
+    "reservedFor": "uid",
     "schedulingGates": "name",
     "readinessGates": "conditionType",
 }
@@ -159,7 +161,7 @@ _MERGE_KEY_OF_ITEM = {"ServicePort": "port"}
 # Primitive lists with patchStrategy=merge: union.
 _MERGE_PRIMITIVE = {"finalizers"}
 # Lists whose items also keep only the keys of the patch's union member ($retainKeys).
-_RETAIN_KEYS = {"volumes"}
+_RETAIN_KEYS = {"volumes", "resourceClaimStatuses"}
 
 
 def _item_merge_key(item_type: str) -> str | None:

@@ -418,6 +418,23 @@ def _subjects(kind: str) -> Cell:
     return cell
 
 
+def _resource_claim_state(o: dict[str, Any], now: float) -> str:
+    """printers.go resourceClaimState: deleted, pending, allocated, reserved."""
+    states = []
+    deleted = bool(_md(o).get("deletionTimestamp"))
+    if deleted:
+        states.append("deleted")
+    st = _status(o)
+    if not st.get("allocation"):
+        if not deleted:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if st.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
 def _replicas(o: dict[str, Any]) -> int:
     r = _spec(o).get("replicas")
     return 1 if r is None else _int(r)
@@ -636,6 +653,22 @@ COLUMNS: dict[str, list[Column]] = {
     "RuntimeClass": [_name_col(), _c("Handler", "string", "Handler specifies the underlying runtime and "
                                                           "configuration that the CRI implementation will use.",
                                      lambda o, now: o.get("handler", "")), _age_col()],
+    # resource.k8s.io/v1 (printers.go: printDeviceClass, printResourceClaim, printResourceClaimTemplate,
+    # printResourceSlice).
+    "DeviceClass": [_name_col(), _age_col()],
+    "ResourceClaim": [_name_col(), _c("State", "string", "A summary of the current state (allocated, pending, "
+                                                         "reserved, etc.).", _resource_claim_state), _age_col()],
+    "ResourceClaimTemplate": [_name_col(), _age_col()],
+    "ResourceSlice": [
+        _name_col(),
+        _c("Node", "string", "NodeName identifies the node which provides the resources in this pool.",
+           lambda o, now: _spec(o).get("nodeName") or ""),
+        _c("Driver", "string", "Driver identifies the DRA driver providing the capacity information.",
+           lambda o, now: _spec(o).get("driver") or ""),
+        _c("Pool", "string", "Name is used to identify the pool.",
+           lambda o, now: (_spec(o).get("pool") or {}).get("name") or ""),
+        _age_col(),
+    ],
     "Role": [_name_col(), _created_at_col()],
     "ClusterRole": [_name_col(), _created_at_col()],
 }
