@@ -157,7 +157,7 @@ class Device:
 
     __slots__ = ("all_nodes", "allow_multiple_allocations", "attributes", "binding_conditions",
                  "binding_failure_conditions", "binds_to_node", "capacity", "consumes_counters", "name",
-                 "node_name", "node_selector", "raw", "taints")
+                 "node_name", "node_selector", "raw", "sel_cache", "taints")
 
     def __init__(self, d: dict[str, Any], driver: str) -> None:
         self.raw = d
@@ -192,6 +192,8 @@ class Device:
         self.binding_conditions: tuple[str, ...] = tuple(d.get("bindingConditions") or ())
         self.binding_failure_conditions: tuple[str, ...] = tuple(d.get("bindingFailureConditions") or ())
         self.allow_multiple_allocations: bool = bool(d.get("allowMultipleAllocations"))
+        # The scheduler's per-device cache of selector verdicts (see the allocator).
+        self.sel_cache: dict[str, Any] | None = None
 
 
 class ResourceSlice(KubeObject):
