@@ -231,7 +231,7 @@ def test_invalid_pool_fails_on_node() -> None:
     with_ref = [bad, ResourceSlice({"metadata": {"name": "s-counters"}, "spec": {
         "driver": DRV, "nodeName": "node-1", "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
         "sharedCounters": [{"name": "other", "counters": {"memory": {"value": "8Gi"}}}]}})]
-    with pytest.raises(FailedOnNode, match="^invalid resource pools were encountered$"):
+    with pytest.raises(FailedOnNode, match=r"^invalid resource pools were encountered$"):
         allocator(with_ref).allocate(NODE, [rclaim("c", req())])
 
 

@@ -134,9 +134,7 @@ def _violates_policy(cap: Capacity, consumed: int) -> bool:
         lo, hi, step = cap.valid_range
         if hi is not None and consumed > hi:
             return True
-        if step and (consumed - lo) % step:
-            return True
-        return False
+        return bool(step and (consumed - lo) % step)
     if cap.valid_values:
         return consumed not in cap.valid_values
     return False
