@@ -20,7 +20,7 @@ from ksched.dispatch.dispatcher import Dispatcher
 from ksched.dispatch.instance import INSTANCE_ANNOTATION, SchedulerInstance
 from ksched.dispatch.policy import DispatchPolicy
 
-UPSTREAM_FIT_ERROR = r"^0/(\d+) nodes are available: .+\. preemption: 0/\1 nodes are available: .+\.$"
+UPSTREAM_FIT_ERROR = r"^0/(\d+) nodes are available: .+\. no new claims to deallocate, preemption: 0/\1 nodes are available: .+\.$"
 
 
 def node(name: str, cpu: str = "2", memory: str = "4Gi", pods: int = 110, labels: dict[str, str] | None = None,

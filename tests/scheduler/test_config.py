@@ -48,32 +48,33 @@ UPSTREAM_MULTIPOINT = [
     ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
     ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
-    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DefaultPreemption", 0),
+    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2), ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
 ]
 
-# ExpandedPluginsV1 (defaults.go), same removals.
+# ExpandedPluginsV1 (defaults.go), same removals; DynamicResources is in (its gate is GA).
 UPSTREAM_EXPANDED: dict[str, list[str]] = {
-    "preEnqueue": ["SchedulingGates"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources"],
     "queueSort": ["PrioritySort"],
     "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                  "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"],
+                  "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"],
     "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-               "InterPodAffinity"],
-    "postFilter": ["DefaultPreemption"],
+               "InterPodAffinity", "DynamicResources"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
                  "InterPodAffinity", "NodeResourcesBalancedAllocation"],
     "score": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
-              "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"],
-    "reserve": ["VolumeBinding"],
+              "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality"],
+    "reserve": ["VolumeBinding", "DynamicResources"],
     "permit": [],
-    "preBind": ["VolumeBinding"],
+    "preBind": ["VolumeBinding", "DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
 }
 UPSTREAM_SCORE_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
-                          "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+                          "PodTopologySpread": 2, "InterPodAffinity": 2, "DynamicResources": 2,
+                          "NodeResourcesBalancedAllocation": 1,
                           "ImageLocality": 1}
 
 # PluginConfigsV1 (defaults.go) plus the v1 defaults of fields the internal types leave implicit.
@@ -88,6 +89,7 @@ UPSTREAM_ARGS: dict[str, dict[str, Any]] = {
                                                            {"name": "memory", "weight": 1}]}},
     "PodTopologySpread": {"defaultConstraints": [], "defaultingType": "System"},
     "VolumeBinding": {"bindTimeoutSeconds": 600},
+    "DynamicResources": {"filterTimeout": 10, "bindingTimeout": 600},
 }
 
 
@@ -133,6 +135,8 @@ _STUB_POINTS: dict[str, tuple[type, ...]] = {
     "VolumeZone": (PreFilterPlugin, FilterPlugin),
     "PodTopologySpread": (PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin),
     "InterPodAffinity": (PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin),
+    "DynamicResources": (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
+                         ReservePlugin, PreBindPlugin),
     "DefaultPreemption": (PostFilterPlugin,),
     "NodeResourcesBalancedAllocation": (PreScorePlugin, ScorePlugin),
     "ImageLocality": (ScorePlugin,),
@@ -263,7 +267,7 @@ def test_explicit_score_weights_override_multipoint_weights():
     # Explicitly configured plugins come first (in their order), then the other multiPoint ones.
     assert [p.name for p in fw.points["score"]] == [
         "ImageLocality", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
-        "InterPodAffinity", "NodeResourcesBalancedAllocation"]
+        "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation"]
     assert fw.score_weights["ImageLocality"] == 9
     assert fw.score_weights["TaintToleration"] == 4
     assert fw.score_weights["NodeAffinity"] == 2

@@ -231,7 +231,7 @@ def test_describe_pod_and_node(cluster: tuple[Store, Kubectl], ns: str) -> None:
     store.bind(ns, "a", nname)
     store.create(pod("pending", ns=ns, nodeSelector={"disk": "ssd"}))
     p = store.get("Pod", ns, "pending")
-    msg = ("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes "
+    msg = ("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/1 nodes "
            "are available: 1 Preemption is not helpful for scheduling.")
     store.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "pending.1", "namespace": ns},
                   "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": "pending",

@@ -113,7 +113,7 @@ def test_serve_plus_run_binds_pods_and_explains_failures(cluster: Cluster) -> No
     placed = [c.get_pod(p["metadata"]["name"])["spec"]["nodeName"] for p in pods]
     assert max(placed.count(n) for n in set(placed)) <= 2
 
-    msg = ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes "
+    msg = ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/3 nodes "
            "are available: 3 Preemption is not helpful for scheduling.")
     wait_for(lambda: _condition(c.get_pod("picky"), "PodScheduled").get("reason") == "Unschedulable",
              timeout=20, what="picky's PodScheduled condition")

@@ -89,6 +89,7 @@ DEFAULT_PLUGINS: list[PluginRef] = [
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
@@ -108,6 +109,7 @@ DEFAULT_ARGS: dict[str, dict[str, Any]] = {
     "PodTopologySpread": {"defaultConstraints": [], "defaultingType": "System"},
     "DefaultPreemption": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
     "VolumeBinding": {"bindTimeoutSeconds": 600},
+    "DynamicResources": {"filterTimeout": 10, "bindingTimeout": 600},
     "NodeAffinity": {},
 }
 

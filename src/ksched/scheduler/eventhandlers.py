@@ -158,11 +158,14 @@ def add_all_event_handlers(sched: EventTarget) -> None:
     # invisible: a node leaving the partition is a deletion, entering it an addition.
     nodes.add_handler(EventHandler(add_node, update_node, delete_node, filter=sched.node_filter))
 
-    # Storage and namespaces: only events (plugins read them through their own informers).
+    # Storage, DRA objects and namespaces: only events (plugins read them through their own informers).
     for kind, resource in (("PersistentVolume", EventResource.PERSISTENT_VOLUME),
                            ("PersistentVolumeClaim", EventResource.PERSISTENT_VOLUME_CLAIM),
                            ("StorageClass", EventResource.STORAGE_CLASS),
-                           ("CSINode", EventResource.CSI_NODE)):
+                           ("CSINode", EventResource.CSI_NODE),
+                           ("ResourceClaim", EventResource.RESOURCE_CLAIM),
+                           ("ResourceSlice", EventResource.RESOURCE_SLICE),
+                           ("DeviceClass", EventResource.DEVICE_CLASS)):
         if not sched.watches(kind):
             continue
         inf = f.informer(kind)

@@ -45,6 +45,7 @@ __all__ = ["Scheduler"]
 log = logging.getLogger(__name__)
 
 _VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
+_DRA_KINDS = ("ResourceClaim", "ResourceSlice", "DeviceClass")
 
 
 class Scheduler(ScheduleOne):
@@ -101,6 +102,7 @@ class Scheduler(ScheduleOne):
         sort_key = qs.sort_key if type(qs).sort_key is not QueueSortPlugin.sort_key else None
         hints: dict[str, dict[ClusterEvent, list[QueueingHintEntry]]] = {}
         self._volume_interest = False
+        self._dra_interest = False
         for name, fw in self.profiles.items():
             hm: dict[ClusterEvent, list[QueueingHintEntry]] = {}
             for plugin, evs in fw.events_to_register().items():
@@ -108,6 +110,8 @@ class Scheduler(ScheduleOne):
                     hm.setdefault(e.event, []).append(QueueingHintEntry(plugin, e.hint))
                     if e.event.resource in _VOLUME_KINDS:
                         self._volume_interest = True
+                    if e.event.resource in _DRA_KINDS:
+                        self._dra_interest = True
             hints[name] = hm
         self.queue = PriorityQueue(
             self.clock, first.less, sort_key,
@@ -151,7 +155,7 @@ class Scheduler(ScheduleOne):
         return self.pod_filter is None or self.pod_filter(pod)
 
     def watches(self, kind: str) -> bool:
-        return kind in _VOLUME_KINDS and self._volume_interest
+        return (kind in _VOLUME_KINDS and self._volume_interest) or (kind in _DRA_KINDS and self._dra_interest)
 
     # ---------------------------------------------------------------- loops
 

@@ -35,8 +35,9 @@ _SYSTEM_CLASSES = frozenset(pc["metadata"]["name"] for pc in system_priority_cla
 # Kinds are created in this order ("*": every kind not named).
 LOAD_ORDER = ("CustomResourceDefinition", "Namespace", "ServiceAccount", "PriorityClass", "RuntimeClass",
               "StorageClass", "CSINode", "PersistentVolume", "LimitRange", "ResourceQuota", "PersistentVolumeClaim",
-              "Node", "ConfigMap", "Secret", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service",
-              "EndpointSlice", "PodDisruptionBudget", "Lease", "Pod", "*", "Event")
+              "Node", "DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim", "ConfigMap", "Secret",
+              "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "EndpointSlice",
+              "PodDisruptionBudget", "Lease", "Pod", "*", "Event")
 
 
 @dataclass(slots=True)

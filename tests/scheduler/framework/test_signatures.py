@@ -177,6 +177,7 @@ UNSIGNABLE = [
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]}),
     ("a migratable in-tree volume (ksched)", {"volumes": [{"name": "ebs", "awsElasticBlockStore": {
         "volumeID": "vol-1"}}]}),
+    ("a DRA resource claim", {"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}),
 ]
 
 
@@ -213,6 +214,7 @@ def test_the_plugins_fragments() -> None:
         "InterPodAffinity": [LABELS_SIGNER_NAME],
         "NodeResourcesBalancedAllocation": [RESOURCES_SIGNER_NAME],
         "ImageLocality": ["v1.Pod.Spec.CanonicalImageNames()"],
+        "DynamicResources": [],
     }
     frags = dict(fr for frs, _ in got.values() for fr in frs or ())
     assert frags[HOST_PORTS_SIGNER_NAME] == (("", "TCP", 80),)

@@ -26,6 +26,7 @@ IN_TREE: dict[str, str] = {
     "VolumeZone": "ksched.scheduler.plugins.volumezone:VolumeZone",
     "PodTopologySpread": "ksched.scheduler.plugins.podtopologyspread.plugin:PodTopologySpread",
     "InterPodAffinity": "ksched.scheduler.plugins.interpodaffinity:InterPodAffinity",
+    "DynamicResources": "ksched.scheduler.plugins.dynamicresources.plugin:DynamicResources",
     "DefaultPreemption": "ksched.scheduler.plugins.defaultpreemption:DefaultPreemption",
     "ImageLocality": "ksched.scheduler.plugins.imagelocality:ImageLocality",
     "DefaultBinder": "ksched.scheduler.plugins.defaultbinder:DefaultBinder",

@@ -622,6 +622,11 @@ def pod_update_events(old: Pod, new: Pod) -> list[ClusterEvent]:
     if _requests_decreased(old, new):
         evs.append(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_SCALE_DOWN,
                                 "UpdatePodScaleDown"))
+    os_, ns_ = old.raw.get("status") or {}, new.raw.get("status") or {}
+    if os_.get("resourceClaimStatuses") != ns_.get("resourceClaimStatuses") or \
+            os_.get("extendedResourceClaimStatus") != ns_.get("extendedResourceClaimStatus"):
+        evs.append(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM,
+                                "UpdatePodGeneratedResourceClaim"))
     if not evs and {k: v for k, v in old_spec.items() if k != "schedulingGates"} != \
             {k: v for k, v in new_spec.items() if k != "schedulingGates"}:
         evs.append(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_OTHER, "UpdatePodOther"))

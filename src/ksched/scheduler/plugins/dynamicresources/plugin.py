@@ -1,0 +1,499 @@
+"""DynamicResources: the scheduler plugin that allocates ResourceClaims
+(``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, 1.36 defaults).
+
+* SignPod (opportunistic batching): pods with claims are not signable; others sign nothing.
+* PreEnqueue: every claim of the pod resolves (created, not being deleted, owned by the pod
+  when generated from a template), else UnschedulableAndUnresolvable with upstream's text.
+* PreFilter: the claims again; Skip for a pod without claims (Filter and Score then cost
+  nothing); the allocated ones' node selectors; classes must exist; the allocator for the
+  claims to allocate, over the allocated state plus the allocations in flight.
+* Filter: an allocated claim must be usable on the node; the others are allocated by the
+  structured allocator (``cannot allocate all claims``); the result is kept for Reserve.
+* PostFilter (before DefaultPreemption, for every unschedulable pod): ``no new claims to
+  deallocate``; or deallocates one unavailable claim reserved for nobody else; or ``still not
+  schedulable``. Without PreFilter state (an earlier PreFilter rejected the pod outright) the
+  status is an Error ``not found``, as upstream's state read fails.
+* Score (weight 2 in the default profile): ``8 - i`` per firstAvailable request whose
+  subrequest ``i`` was chosen, normalized to 0..100; 0 for pods without claims.
+* Reserve puts the node's allocation in flight; Unreserve takes it back (and the pod out of
+  ``reservedFor``); PreBind writes the finalizer, the allocation and the reservation.
+* Queueing hints for ResourceClaim, the pod's generated-claim status, DeviceClass and
+  ResourceSlice events.
+
+Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (600).
+
+Known divergences: DRA-backed extended resources (``extendedResourceName``) are not handled
+(a pod asking for one is left to NodeResourcesFit); PreBind does not wait for device binding
+conditions (the results carry them, ``allocationTimestamp`` is set, nothing polls); PodGroup
+claims (alpha) do not exist; share IDs come from the scheduler's seeded random source.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ksched.api.errors import ApiError, Conflict
+from ksched.api.labels import NodeSelector
+from ksched.api.meta import format_time
+from ksched.api.pod import Pod
+from ksched.api.resource import (
+    FINALIZER_DELETE_PROTECTION,
+    ClaimNameError,
+    ResourceClaim,
+    claim_is_for_pod,
+    pod_claim_name,
+    pod_claim_refs,
+    pod_has_claims,
+)
+from ksched.scheduler.cache.snapshot import Snapshot
+from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from ksched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeList,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    SignFragment,
+    SignPlugin,
+    VectorizedScore,
+)
+from ksched.scheduler.framework.status import Code, Diagnosis, Status
+from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.plugins.dynamicresources.allocator import (
+    Allocator,
+    AllocatorError,
+    AllocatorTimeout,
+    FailedOnNode,
+)
+from ksched.scheduler.plugins.dynamicresources.manager import DRAManager, manager_of
+
+__all__ = ["NAME", "DynamicResources"]
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+MAX_SCORE = 100
+
+
+@dataclass(slots=True)
+class _State:
+    claims: list[ResourceClaim] = field(default_factory=list)
+    available_on: list[NodeSelector | None] = field(default_factory=list)
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def clone(self) -> _State:
+        return self
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, c in enumerate(self.claims) if c.allocation is None]
+
+
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
+                       ScoreExtensions, VectorizedScore, ReservePlugin, PreBindPlugin, EnqueueExtensions):
+    name = NAME
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        ft = self.args.get("filterTimeout", 10)
+        bt = self.args.get("bindingTimeout", 600)
+        if isinstance(ft, bool) or not isinstance(ft, int | float) or ft < 0:
+            raise ValueError(f"filterTimeout: Invalid value: {ft!r}: must be zero or positive")
+        if isinstance(bt, bool) or not isinstance(bt, int | float) or bt <= 0:
+            raise ValueError(f"bindingTimeout: Invalid value: {bt!r}: must be positive")
+        self.filter_timeout = float(ft)
+        self.binding_timeout = float(bt)
+        self._manager: DRAManager | None = None
+
+    @property
+    def manager(self) -> DRAManager:
+        m = self._manager
+        if m is None:
+            informers = getattr(self.handle, "informers", None)
+            if informers is None:
+                raise RuntimeError("DynamicResources needs the scheduler's informers")
+            m = self._manager = manager_of(informers)
+        return m
+
+    def _rng(self) -> Any:
+        return getattr(self.handle, "rng", None)
+
+    def _new_share_id(self) -> str:
+        rng = self._rng()
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4)) if rng is not None else str(uuid.uuid4())
+
+    # ---------------------------------------------------------------- claims of a pod
+
+    def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
+        """foreachPodResourceClaim: raises ClaimNameError with upstream's texts."""
+        out = []
+        m = self.manager
+        for ref in pod_claim_refs(pod):
+            name, check_owner = pod_claim_name(pod, ref)
+            if name is None:
+                continue
+            claim = m.get_claim(pod.namespace, name)
+            if claim is None:
+                raise ClaimNameError(f'could not find ResourceClaim "{pod.namespace}/{name}"')
+            if claim.deletion_timestamp is not None:
+                raise ClaimNameError(f'resourceclaim "{claim.name}" is being deleted')
+            if check_owner:
+                claim_is_for_pod(pod, claim)
+            out.append(claim)
+        return out
+
+    # ---------------------------------------------------------------- SignPod
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """As upstream: a pod with claims is never signed (whether its claims are single-host is
+        not simple to tell); any other pod's answers here do not depend on it."""
+        if pod_has_claims(pod):
+            return None, Status(Code.UNSCHEDULABLE, "pods with dra resource claims are not signable")
+        return [], None
+
+    # ---------------------------------------------------------------- PreEnqueue
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod_has_claims(pod):
+            return None
+        try:
+            self._pod_claims(pod)
+        except ClaimNameError as e:
+            return Status.unresolvable(str(e), plugin=self.name)
+        return None
+
+    # ---------------------------------------------------------------- PreFilter
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
+        s = _State()
+        state.write(STATE_KEY, s)
+        if not pod_has_claims(pod):
+            return None, Status.skip()
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimNameError as e:
+            return None, Status.unresolvable(str(e), plugin=self.name)
+        if not claims:
+            return None, Status.skip()
+        m = self.manager
+        s.available_on = [None] * len(claims)
+        to_allocate = 0
+        for i, claim in enumerate(claims):
+            if claim.allocation is not None:
+                sel = claim.allocation.get("nodeSelector")
+                if sel:
+                    s.available_on[i] = NodeSelector.from_dict(sel)
+                continue
+            to_allocate += 1
+            if m.has_pending(claim.uid):
+                return None, Status.unresolvable(f"resource claim {claim.namespace}/{claim.name} is in the process "
+                                                 "of being allocated", plugin=self.name)
+            for r in claim.requests:
+                if r.exactly is not None:
+                    st = self._check_class(r.exactly.device_class_name, r.name)
+                elif r.first_available:
+                    st = None
+                    for sub in r.first_available:
+                        st = self._check_class(sub.device_class_name, f"{r.name}/{sub.name}")
+                        if st is not None:
+                            break
+                else:
+                    st = Status.unresolvable(f"resource claim {claim.namespace}/{claim.name}, request {r.name}: "
+                                             "unknown request type", plugin=self.name)
+                if st is not None:
+                    return None, st
+        s.claims = claims
+        if to_allocate:
+            s.allocator = Allocator(m.gather_allocated_state(), m.device_classes(), m.resource_slices(),
+                                    self._new_share_id, timeout=self.filter_timeout)
+        return None, None
+
+    def _check_class(self, name: str, request: str) -> Status | None:
+        if not name:
+            return Status.as_error(f"request {request}: unsupported request type", self.name)
+        if self.manager.get_class(name) is None:
+            return Status.unresolvable(f"request {request}: device class {name} does not exist", plugin=self.name)
+        return None
+
+    # ---------------------------------------------------------------- Filter
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return Status.as_error("not found", self.name)
+        if not s.claims:
+            return None
+        node = node_info.node
+        unavailable = []
+        for i, sel in enumerate(s.available_on):
+            if sel is not None and (node is None or not sel.matches(node.name, node.labels)):
+                unavailable.append(i)
+        if s.allocator is not None:
+            todo = [s.claims[i] for i in s.to_allocate()]
+            try:
+                got = s.allocator.allocate(node, todo)
+            except AllocatorTimeout as e:
+                return Status.as_error(str(e), self.name)
+            except FailedOnNode as e:
+                return Status.unresolvable(str(e), plugin=self.name)
+            except AllocatorError as e:
+                return Status.as_error(str(e), self.name)
+            if got is None or len(got) != len(todo):
+                return Status.unresolvable("cannot allocate all claims", plugin=self.name)
+            if not unavailable:
+                s.node_allocations[node_info.name] = got
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
+        return None
+
+    # ---------------------------------------------------------------- PostFilter
+
+    def post_filter(self, state: CycleState, pod: Pod,
+                    diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status | None]:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return None, Status.as_error("not found", self.name)
+        if not s.claims:
+            return None, Status.unschedulable("no new claims to deallocate", plugin=self.name)
+        cands = sorted(s.unavailable)
+        rng = self._rng()
+        if rng is not None and len(cands) > 1:
+            rng.shuffle(cands)
+        for i in cands:
+            claim = s.claims[i]
+            rf = claim.reserved_for
+            if not rf or (len(rf) == 1 and rf[0].get("uid") == pod.uid):
+                raw = claim.deepcopy_raw()
+                st = raw.setdefault("status", {})
+                for k in ("reservedFor", "allocation", "devices"):
+                    st.pop(k, None)
+                try:
+                    self.handle.client.update_status(raw)
+                except ApiError as e:
+                    return None, Status.as_error(e, self.name)
+                return None, Status.unschedulable("deallocation of ResourceClaim completed", plugin=self.name)
+        return None, Status.unschedulable("still not schedulable", plugin=self.name)
+
+    # ---------------------------------------------------------------- Score
+
+    def _node_score(self, s: _State, node_name: str) -> int:
+        alloc_of: dict[int, dict[str, Any]] = {}
+        cached = s.node_allocations.get(node_name)
+        todo = s.to_allocate()
+        if todo and cached is None:
+            return 0
+        for k, i in enumerate(todo):
+            alloc_of[i] = cached[k] if cached is not None else {}
+        refs: set[str] = set()
+        for i, claim in enumerate(s.claims):
+            alloc = claim.allocation if claim.allocation is not None else alloc_of.get(i)
+            for r in ((alloc or {}).get("devices") or {}).get("results") or ():
+                refs.add(r.get("request", ""))
+        score = 0
+        for claim in s.claims:
+            for r in claim.requests:
+                if not r.first_available:
+                    continue
+                for idx, sub in enumerate(r.first_available):
+                    if f"{r.name}/{sub.name}" in refs:
+                        score += 8 - idx
+                        break
+        return score
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return 0, None
+        return self._node_score(s, node_info.name), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
+        s: _State | None = state.get(STATE_KEY)
+        out = np.zeros(len(rows), dtype=np.int64)
+        if s is None or not s.claims:
+            return out
+        infos = snapshot.infos
+        for k, r in enumerate(rows.tolist()):
+            out[k] = self._node_score(s, infos[r].name)
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
+        if len(scores) == 0:
+            return None
+        mx = int(scores.max())
+        if mx == 0:
+            return None
+        scores[:] = scores * MAX_SCORE // mx
+        return None
+
+    # ---------------------------------------------------------------- Reserve
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return Status.as_error("not found", self.name)
+        todo = s.to_allocate()
+        if not s.claims or not todo or s.allocator is None:
+            return None
+        got = s.node_allocations.get(node_name)
+        if not got:
+            return Status.as_error("claim allocation not found for node", self.name)
+        if len(got) != len(todo):
+            return Status.as_error(f"internal error, have {len(got)} allocations, {len(todo)} claims to allocate, "
+                                   f"want {len(todo)} claims", self.name)
+        m = self.manager
+        for k, i in enumerate(todo):
+            s.allocations[i] = got[k]
+            m.signal_pending(s.claims[i], got[k])
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return
+        m = self.manager
+        for i in list(s.allocations):
+            m.remove_pending(s.claims[i].uid)
+        s.allocations.clear()
+        for claim in s.claims:
+            cur = m.get_claim(claim.namespace, claim.name)
+            if cur is None or not cur.reserved_for_pod(pod.uid):
+                continue
+            try:
+                self.handle.client.patch("ResourceClaim", cur.namespace, cur.name,
+                                         {"metadata": {"uid": cur.uid},
+                                          "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}},
+                                         "application/strategic-merge-patch+json", "status")
+            except ApiError:
+                continue
+
+    # ---------------------------------------------------------------- PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return Status.skip()
+        return None
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None
+        for i, claim in enumerate(s.claims):
+            if claim.reserved_for_pod(pod.uid):
+                continue
+            try:
+                self._bind_claim(claim, s.allocations.get(i), pod)
+            except (ApiError, _BindError) as e:
+                return Status.as_error(str(e), self.name)
+        return None
+
+    def _bind_claim(self, claim: ResourceClaim, allocation: dict[str, Any] | None, pod: Pod) -> None:
+        client = self.handle.client
+        m = self.manager
+        try:
+            for attempt in range(5):
+                try:
+                    cur = client.get("ResourceClaim", claim.namespace, claim.name)
+                except ApiError as e:
+                    if getattr(e, "code", 0) == 404:
+                        raise _BindError(f"claim {claim.namespace}/{claim.name} got deleted in the meantime") \
+                            from None
+                    raise
+                if not isinstance(cur, ResourceClaim) or cur.uid != claim.uid:
+                    raise _BindError(f"claim {claim.namespace}/{claim.name} got deleted in the meantime")
+                if allocation is not None and cur.allocation is not None:
+                    raise _BindError(f"claim {claim.namespace}/{claim.name} got allocated elsewhere in the meantime")
+                if allocation is None and cur.allocation is None:
+                    raise _BindError(f"claim {claim.namespace}/{claim.name} got deallocated elsewhere in the meantime")
+                try:
+                    if allocation is not None and FINALIZER_DELETE_PROTECTION not in cur.finalizers:
+                        raw = cur.deepcopy_raw()
+                        raw.setdefault("metadata", {}).setdefault("finalizers", []).append(
+                            FINALIZER_DELETE_PROTECTION)
+                        cur = client.update(raw)
+                    raw = cur.deepcopy_raw()
+                    st = raw.setdefault("status", {})
+                    if allocation is not None:
+                        alloc = dict(allocation)
+                        if any(r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or ()):
+                            alloc.setdefault("allocationTimestamp", format_time(self.handle.clock.now())
+                                             if getattr(self.handle, "clock", None) is not None else None)
+                        st["allocation"] = alloc
+                    st.setdefault("reservedFor", []).append(
+                        {"resource": "pods", "name": pod.name, "uid": pod.uid})
+                    updated = client.update_status(raw)
+                except Conflict:
+                    if attempt == 4:
+                        raise
+                    continue
+                if isinstance(updated, ResourceClaim):
+                    m.assume(updated)
+                return
+        finally:
+            m.remove_pending(claim.uid, force=True)
+
+    # ---------------------------------------------------------------- events
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+                                              | ActionType.UPDATE_NODE_ALLOCATABLE)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                                 self._after_claim_change),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                                 self._after_pod_change),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)),
+        ]
+
+    def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """isSchedulableAfterClaimChange."""
+        if not isinstance(new, ResourceClaim):
+            return QueueingHint.QUEUE
+        try:
+            uses = any(c.uid == new.uid for c in self._pod_claims(pod))
+        except ClaimNameError:
+            return QueueingHint.QUEUE_SKIP
+        if isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None:
+            return QueueingHint.QUEUE
+        if not uses:
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if (old.raw.get("status") or {}) == (new.raw.get("status") or {}):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """isSchedulableAfterPodChange."""
+        if not isinstance(new, Pod) or new.uid != pod.uid:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            self._pod_claims(new)
+        except ClaimNameError:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+
+class _BindError(Exception):
+    pass
