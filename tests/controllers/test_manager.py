@@ -28,6 +28,7 @@ from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_co
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.podgc import PodGCController
 from ksched.controllers.replicaset import ReplicaSetController
+from ksched.controllers.resourceclaim import ResourceClaimController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.statefulset import StatefulSetController
@@ -96,7 +97,7 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 # Upstream's names of the controllers ksched has, in start order.
 NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "cronjob",
          "ttl-after-finished", "pod-garbage-collector", "replicaset", "deployment", "statefulset", "daemonset",
-         "serviceaccount", "resourcequota"]
+         "serviceaccount", "resourcequota", "resourceclaim"]
 ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
 
@@ -131,7 +132,8 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
                                          ("statefulset", StatefulSetController),
                                          ("daemonset", DaemonSetsController),
                                          ("serviceaccount", ServiceAccountsController),
-                                         ("resourcequota", ResourceQuotaController)]
+                                         ("resourcequota", ResourceQuotaController),
+                                         ("resourceclaim", ResourceClaimController)]
 
 
 @pytest.mark.parametrize("spec", [["nope"], ["-nope"], ["*", "-nope"], ["disruption", "Disruption"]])

@@ -33,6 +33,7 @@ from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
 from ksched.controllers.podgc import PodGCController
 from ksched.controllers.replicaset import ReplicaSetController
+from ksched.controllers.resourceclaim import ResourceClaimController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.statefulset import StatefulSetController
@@ -50,7 +51,7 @@ CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
     CronJobController, TTLAfterFinishedController, PodGCController)}
 CONTROLLERS.update({c.name: c for c in (ReplicaSetController, DeploymentController, StatefulSetController,
                                          DaemonSetsController)})
-CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController)})
+CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController, ResourceClaimController)})
 
 
 def select_controllers(spec: Iterable[str]) -> list[str]:
