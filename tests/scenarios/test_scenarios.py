@@ -19,6 +19,9 @@ expect.yaml::
     same_node: [[ns/a, ns/b]]                    # these pods share a node
     different_nodes: [[ns/a, ns/b, ns/c]]        # pairwise different nodes
     summary: {scheduled: 3, unschedulable: 1}    # any summary fields
+    claims:                                      # ResourceClaims, by the pods they are reserved for
+      ns/pod: [[request, device], ...]           # (request, device) of every claim the pod holds
+      ns/pod: {shared_devices: 2}                # its devices, each shared (a shareID) with others
 """
 
 from __future__ import annotations
@@ -96,6 +99,19 @@ def check(expect: dict[str, Any], report: dict[str, Any]) -> list[str]:
         nodes = [node_of(r) for r in group]
         if None in nodes or len(set(nodes)) != len(nodes):
             problems.append(f"different_nodes {group}: on {nodes}")
+    held: dict[str, list[dict[str, Any]]] = {}
+    for c in report.get("resourceClaims") or ():
+        for p in c["reservedFor"]:
+            held.setdefault(f"{c['namespace']}/{p}", []).extend(c["devices"])
+    for ref, want in (expect.get("claims") or {}).items():
+        ref = ref if "/" in ref else f"default/{ref}"
+        devs = held.get(ref, [])
+        if isinstance(want, dict):
+            n = sum(1 for d in devs if d.get("shareID"))
+            if n != want.get("shared_devices", n):
+                problems.append(f"{ref}: holds {n} shared devices, expected {want['shared_devices']}: {devs}")
+        elif sorted([d["request"], d["device"]] for d in devs) != sorted(want):
+            problems.append(f"{ref}: holds {[[d['request'], d['device']] for d in devs]}, expected {want}")
     for k, v in (expect.get("summary") or {}).items():
         if report["summary"].get(k) != v:
             problems.append(f"summary.{k} = {report['summary'].get(k)}, expected {v}")

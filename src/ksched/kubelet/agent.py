@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from ksched.client.informer import InformerFactory
+from ksched.kubelet.dradriver import DRADriver
 from ksched.kubelet.fake import FakeKubelet
 
 __all__ = ["NodeAgent"]
@@ -16,6 +17,7 @@ class NodeAgent:
     def __init__(self, client: Any, clock: Any, store: Any = None, interval: float = 0.1) -> None:
         self.informers = InformerFactory(client)
         self.kubelet = FakeKubelet(client, self.informers, clock)
+        self.dra_driver = DRADriver(client, self.informers, clock)
         self.store = store
         self.interval = interval
         self._stop = threading.Event()
@@ -24,6 +26,7 @@ class NodeAgent:
     def step(self) -> None:
         self.informers.poll()
         self.kubelet.step()
+        self.dra_driver.step()
         if self.store is not None:
             self.store.finalize_expired()
 

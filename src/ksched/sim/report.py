@@ -13,6 +13,7 @@ from ksched.api.batch import CronJob, Job
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.api.quantity import format_bytes, format_milli, format_value
+from ksched.api.resource import ResourceClaim
 from ksched.api.resources import is_hugepages, pod_requests
 from ksched.sim.simulation import Simulation, SimulationResult
 
@@ -124,13 +125,52 @@ def build_report(sim: Simulation, result: SimulationResult, explain: bool = Fals
     scheduled = sum(1 for p in pods if p.node_name)
     unschedulable = sum(1 for e in pod_entries if e["node"] is None and e["reason"] in ("Unschedulable",
                                                                                       "SchedulerError"))
-    return {
+    out: dict[str, Any] = {
         "pods": pod_entries,
         "nodes": node_entries,
         **_batch_entries(sim),
         "summary": {"pods": len(pods), "scheduled": scheduled, "unschedulable": unschedulable,
                     "pending": len(pods) - scheduled, "seconds": round(result.virtual_seconds, 3)},
     }
+    claims = claim_entries(sim, explain)
+    if claims:
+        out["resourceClaims"] = claims
+    return out
+
+
+def claim_entries(sim: Simulation, explain: bool = False) -> list[dict[str, Any]]:
+    """ResourceClaims with their allocation: the devices (and share IDs) each got, the pods it
+    is reserved for; with ``explain``, why the other devices of the node were not taken."""
+    from ksched.sim.draexplain import explain_claim
+
+    claims = sorted((c for c in sim.store.items("ResourceClaim") if isinstance(c, ResourceClaim)),
+                    key=lambda c: (c.namespace, c.name))
+    out = []
+    for c in claims:
+        devices = []
+        for r in c.results:
+            d = {"request": r.get("request", ""), "driver": r.get("driver", ""), "pool": r.get("pool", ""),
+                 "device": r.get("device", "")}
+            if r.get("shareID"):
+                d["shareID"] = r["shareID"]
+            if r.get("consumedCapacity"):
+                d["consumedCapacity"] = r["consumedCapacity"]
+            if r.get("adminAccess"):
+                d["adminAccess"] = True
+            devices.append(d)
+        node = None
+        if c.allocation is not None:
+            for t in (c.allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or ():
+                for f in t.get("matchFields") or ():
+                    if f.get("key") == "metadata.name" and f.get("values"):
+                        node = f["values"][0]
+        e: dict[str, Any] = {"namespace": c.namespace, "name": c.name, "allocated": c.allocation is not None,
+                             "node": node, "devices": devices,
+                             "reservedFor": [r.get("name", "") for r in c.reserved_for]}
+        if explain:
+            e["explain"] = explain_claim(sim, c)
+        out.append(e)
+    return out
 
 
 def _pct(req: int, alloc: int) -> str:

@@ -12,6 +12,7 @@ from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject
 from ksched.client.informer import InformerFactory
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
+from ksched.kubelet.dradriver import DRADriver
 from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.scheduler import Scheduler
@@ -48,6 +49,8 @@ class Simulation:
                                    record_attempts=True, batching=batching)
         self.kubelet = FakeKubelet(self.client, self.informers, self.clock) if kubelet else None
         self.last_load = LoadReport()
+        # The node side of DRA: publishes the nodes' devices as ResourceSlices.
+        self.dra_driver = DRADriver(self.client, self.informers, self.clock) if kubelet else None
 
     def load(self, objects: Iterable[KubeObject | dict[str, Any]],
              existing: Iterable[int] = ()) -> list[tuple[int, ApiError]]:
@@ -89,6 +92,9 @@ class Simulation:
             # wrote nothing settles nothing (as no write would), so a sync due now still runs
             # after the kubelet's step, as it would without the blocks.
             changed = False
+            if self.dra_driver is not None:
+                self.informers.poll()
+                self.dra_driver.step()
             before = self.store.resource_version
             with controllers.held(settle=lambda rv=before: self.store.resource_version != rv):
                 steps += sched.run_until_idle()
@@ -101,6 +107,8 @@ class Simulation:
                 if self.store.finalize_expired():
                     changed = True
             if controllers.settle():
+                changed = True
+            if self.dra_driver is not None and self.dra_driver.step():
                 changed = True
             if self.store.resource_version != rv:
                 last_change = self.clock.now()
