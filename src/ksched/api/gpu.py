@@ -15,9 +15,13 @@ artifact ``hkust-adsl/kubernetes-scheduler-simulator`` reads them in ``pkg/utils
 * binding: ``alibabacloud.com/gpu-index`` (GPU indices joined with ``-``).
 
 The model is independent of how the request is expressed: :class:`GpuRequest` and
-:class:`GpuAssignment` are what a DynamicResources ResourceClaim with a shared GPU device
-(a capacity request in milli-GPU, a device selector on the model) would translate to, so the
-DRA work can reuse :func:`gpu_free_on_node` and the scheduler's GPU plugins as they are.
+:class:`GpuAssignment` are also what a DynamicResources ResourceClaim on a shared GPU device
+means. The simulated DRA driver publishes a node's ``gpu-count`` GPUs as multi-allocation
+devices ``gpu-<i>`` of driver :data:`GPU_DRIVER` with capacity ``milli`` = 1000 and the model as
+an attribute; :func:`gpu_claim_spec` writes a GpuRequest as a claim (``count`` requests of
+``milli`` capacity, a selector on the allowed models) and :func:`claim_gpu_assignment` reads the
+allocation back as a GpuAssignment. Either way of asking places pods the same way
+(``tests/sim/test_gpu_dra_equivalence.py``).
 
 Divergences from the artifact: a pod whose annotations are malformed (not integers, milli
 outside 0..1000, a fraction with count > 1) is rejected with a :class:`GpuSpecError` naming the
@@ -39,11 +43,14 @@ __all__ = [
     "LABEL_GPU_MODEL",
     "MILLI",
     "RESOURCE_GPU_COUNT",
+    "GPU_DRIVER",
     "GpuAssignment",
     "GpuRequest",
     "GpuSpecError",
     "NodeGpus",
+    "claim_gpu_assignment",
     "format_gpu_index",
+    "gpu_claim_spec",
     "gpu_free_on_node",
     "model_allowed",
     "node_gpus",
@@ -53,6 +60,7 @@ __all__ = [
 ]
 
 MILLI = 1000  # one whole GPU
+GPU_DRIVER = "gpu.ksched.io"  # the simulated DRA driver's GPUs (ksched.kubelet.dradriver)
 CPU_RESOURCE = "cpu"
 
 ANNOTATION_GPU_MILLI = "alibabacloud.com/gpu-milli"
@@ -225,3 +233,32 @@ def gpu_free_on_node(gpus: NodeGpus, used: Iterable[GpuAssignment]) -> list[int]
             if 0 <= i < gpus.count:
                 free[i] -= a.milli
     return free
+
+
+def gpu_claim_spec(req: GpuRequest, device_class: str = GPU_DRIVER) -> dict[str, Any]:
+    """A ResourceClaim ``spec`` asking for what ``req`` asks: one request of ``count`` shared
+    GPUs, each giving ``milli`` of its ``milli`` capacity, restricted to the allowed models."""
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "count": req.count,
+                               "capacity": {"requests": {"milli": str(req.milli)}}}
+    if req.models:
+        models = ", ".join(f'"{m}"' for m in sorted(req.models))
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{GPU_DRIVER}"].model in [{models}]'}}]
+    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+
+
+def claim_gpu_assignment(results: Iterable[dict[str, Any]]) -> GpuAssignment | None:
+    """The GPUs of a claim's allocation results (devices ``gpu-<i>`` of :data:`GPU_DRIVER`) and
+    the milli-GPU taken from each (None when it holds none of them)."""
+    idx: list[int] = []
+    milli = MILLI
+    for r in results:
+        dev = str(r.get("device", ""))
+        if r.get("driver") != GPU_DRIVER or not dev.startswith("gpu-") or not dev[4:].isdigit():
+            continue
+        idx.append(int(dev[4:]))
+        used = (r.get("consumedCapacity") or {}).get("milli")
+        if used is not None:
+            from ksched.api.quantity import value
+
+            milli = value(used)
+    return GpuAssignment(tuple(idx), milli) if idx else None

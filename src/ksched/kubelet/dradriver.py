@@ -33,7 +33,7 @@ import logging
 from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError, NotFound
-from ksched.api.gpu import LABEL_GPU_MODEL, MILLI, node_gpus
+from ksched.api.gpu import GPU_DRIVER, LABEL_GPU_MODEL, MILLI, node_gpus
 from ksched.api.meta import format_time
 from ksched.api.node import Node
 from ksched.api.resource import ResourceClaim, ResourceSlice
@@ -43,7 +43,7 @@ __all__ = ["ANNOTATION_DEVICES", "ANNOTATION_GPUS", "DEFAULT_DRIVER", "DRADriver
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DRIVER = "gpu.ksched.io"
+DEFAULT_DRIVER = GPU_DRIVER
 ANNOTATION_DEVICES = "dra.ksched.io/devices"
 ANNOTATION_GPUS = "dra.ksched.io/gpus"
 

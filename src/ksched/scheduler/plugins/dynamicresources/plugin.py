@@ -25,11 +25,14 @@ Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (6
 Known divergences: DRA-backed extended resources (``extendedResourceName``) are not handled
 (a pod asking for one is left to NodeResourcesFit); PreBind does not wait for device binding
 conditions (the results carry them, ``allocationTimestamp`` is set, nothing polls); PodGroup
-claims (alpha) do not exist; share IDs come from the scheduler's seeded random source.
+claims (alpha) do not exist; share IDs are UUIDs from a seeded source of the plugin's own;
+PostFilter's "random" unavailable claim comes from the scheduler's seeded source; the
+allocator's filter timeout is checked in wall-clock time.
 """
 
 from __future__ import annotations
 
+import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +126,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlug
         self.filter_timeout = float(ft)
         self.binding_timeout = float(bt)
         self._manager: DRAManager | None = None
+        self._share_rng = random.Random(0)
 
     @property
     def manager(self) -> DRAManager:
@@ -138,8 +142,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlug
         return getattr(self.handle, "rng", None)
 
     def _new_share_id(self) -> str:
-        rng = self._rng()
-        return str(uuid.UUID(int=rng.getrandbits(128), version=4)) if rng is not None else str(uuid.uuid4())
+        # A source of its own (seeded): drawing from the scheduler's would shift its tie-breaks.
+        return str(uuid.UUID(int=self._share_rng.getrandbits(128), version=4))
 
     # ---------------------------------------------------------------- claims of a pod
 

@@ -9,7 +9,7 @@
   preemption may free them). Vectorized over the snapshot's :class:`~.nodestate.GpuNodeTable`
   and row-local (keyed by the GPU request).
 * Reserve picks the GPUs: the scoring policy's choice when its PreScore published one in the
-  CycleState (FGD picks the GPU that fragments least), else ``gpuSelMethod`` (``best``,
+  CycleState (FGD picks the GPU that fragments least), else ``gpuSelMethod`` (``best``, ``first``,
   ``worst``, ``random``). Unreserve forgets them.
 * Bind binds through ``pods/binding`` with the ``alibabacloud.com/gpu-index`` annotation (the
   binding's annotations land on the pod atomically, as upstream's binding REST copies them), so

@@ -4,7 +4,8 @@
 * whole-GPU pods: the lowest-index fully free GPUs (``AllocateExclusiveGpuId``);
 * GPU-sharing pods, by ``gpuSelMethod``: ``best`` (least free milli that still fits, lowest
   index on ties), ``worst`` (most free milli, lowest index on ties), ``random`` (uniform over the
-  GPUs that fit), or the scoring policy's own choice (FGD);
+  GPUs that fit), ``first`` (the lowest index that fits: ours, the order in which DRA's allocator
+  takes a shared GPU of a ResourceSlice), or the scoring policy's own choice (FGD);
 * :func:`sub_gpus`, the GPUs ``NodeResource.Sub`` takes when a policy evaluates the node after
   placing a pod: GPUs sorted by free milli ascending (stable), the first ``count`` that fit.
 
@@ -23,7 +24,7 @@ from ksched.scheduler.plugins.gpushare.shape import PodShape
 
 __all__ = ["SELECTION_METHODS", "choose_gpus", "sub_gpus", "sub_gpus_rows"]
 
-SELECTION_METHODS = ("best", "worst", "random")
+SELECTION_METHODS = ("best", "worst", "random", "first")
 
 
 def sub_gpus(free: Sequence[int], milli: int, count: int) -> list[int] | None:
@@ -70,6 +71,8 @@ def choose_gpus(free: Sequence[int], shape: PodShape, method: str = "best",
         return (min(fits, key=lambda i: (free[i], i)),)
     if method == "worst":
         return (min(fits, key=lambda i: (-free[i], i)),)
+    if method == "first":
+        return (fits[0],)
     if method == "random":
         if rng is None:
             raise ValueError("random GPU selection needs a random generator")
