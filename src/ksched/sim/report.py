@@ -219,6 +219,15 @@ def render_table(console: Any, sim: Simulation, report: dict[str, Any], explain_
                          f"{j['condition']} ({j['reason']})" if j["condition"] else "Running")
         console.print(jobs)
     s = report["summary"]
+    if report.get("resourceClaims"):
+        claims = Table(title="Resource claims")
+        for col in ("CLAIM", "NODE", "DEVICES", "RESERVED FOR"):
+            claims.add_column(col)
+        for c in report["resourceClaims"]:
+            devs = ", ".join(f"{d['request']}: {d['pool']}/{d['device']}" + (" (shared)" if d.get("shareID") else "")
+                             for d in c["devices"]) or "[yellow]pending[/]"
+            claims.add_row(f"{c['namespace']}/{c['name']}", c["node"] or "", devs, ", ".join(c["reservedFor"]))
+        console.print(claims)
     console.print(f"[bold]{s['pods']} pods[/]: {s['scheduled']} scheduled, {s['unschedulable']} unschedulable, "
                   f"{s['pending'] - s['unschedulable']} otherwise pending; {s['seconds']} s of simulated time")
     if explain_pod:
