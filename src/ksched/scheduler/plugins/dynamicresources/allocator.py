@@ -101,6 +101,28 @@ class AllocatedState:
         else:
             self.devices.add(d)
 
+    def remove_result(self, driver: str, pool: str, device: str, share_id: str, consumed: dict[str, int]) -> None:
+        """The inverse of :meth:`add_result` (a preemption dry run freeing a victim's claim)."""
+        d = (driver, pool, device)
+        if not share_id:
+            self.devices.discard(d)
+            return
+        self.shared.discard((d, share_id))
+        caps = self.capacity.get(d)
+        if caps is None:
+            return
+        for k, v in consumed.items():
+            left = caps.get(k, 0) - v
+            if left > 0:
+                caps[k] = left
+            else:
+                caps.pop(k, None)
+        if not caps and not any(s[0] == d for s in self.shared):
+            del self.capacity[d]
+
+    def copy(self) -> AllocatedState:
+        return AllocatedState(set(self.devices), set(self.shared), {k: dict(v) for k, v in self.capacity.items()})
+
 
 def consumed_capacity(cap: Capacity, requested: int | None) -> int:
     """How much of a capacity one allocation consumes (upstream's calculateConsumedCapacity):

@@ -20,7 +20,15 @@
 * Queueing hints for ResourceClaim, the pod's generated-claim status, DeviceClass and
   ResourceSlice events.
 
-Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (600).
+* AddPod/RemovePod (only with DRAPreemption, which 1.36 does not have: alpha afterwards, off by
+  default): a preemption dry run that removes every pod reserving an allocated claim frees the
+  claim's devices in its copy of the allocated state (and putting one back takes them again);
+  Filter's ``cannot allocate all claims`` is then Unschedulable, so preemption is tried. Without
+  it (1.36) that verdict is UnschedulableAndUnresolvable and devices are never preempted for.
+
+Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (600);
+``draPreemption`` (false) stands in for the DRAPreemption feature gate (ksched has no
+``--feature-gates``; a ``feature_gates`` mapping on the handle wins).
 
 Known divergences: DRA-backed extended resources (``extendedResourceName``) are not handled
 (a pod asking for one is left to NodeResourcesFit); PreBind does not wait for device binding
@@ -32,6 +40,7 @@ allocator's filter timeout is checked in wall-clock time.
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -53,7 +62,7 @@ from ksched.api.resource import (
     pod_has_claims,
 )
 from ksched.scheduler.cache.snapshot import Snapshot
-from ksched.scheduler.framework.cycle_state import CycleState
+from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -69,6 +78,7 @@ from ksched.scheduler.framework.interface import (
     PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
@@ -79,14 +89,14 @@ from ksched.scheduler.framework.interface import (
     VectorizedScore,
 )
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
-from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.dynamicresources.allocator import (
     Allocator,
     AllocatorError,
     AllocatorTimeout,
     FailedOnNode,
 )
-from ksched.scheduler.plugins.dynamicresources.manager import DRAManager, manager_of
+from ksched.scheduler.plugins.dynamicresources.manager import DRAManager, claim_contribution, manager_of
 
 __all__ = ["NAME", "DynamicResources"]
 
@@ -96,22 +106,36 @@ MAX_SCORE = 100
 
 
 @dataclass(slots=True)
-class _State:
+class _State(StateData):
     claims: list[ResourceClaim] = field(default_factory=list)
     available_on: list[NodeSelector | None] = field(default_factory=list)
     allocator: Allocator | None = None
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # DRAPreemption: victims removed in a preemption dry run, per claim UID, and the claims whose
+    # every user was removed (their devices are out of the allocator's allocated state).
+    preemption: bool = False
+    removed_users: dict[str, set[str]] = field(default_factory=dict)
+    released: set[str] = field(default_factory=set)
 
     def clone(self) -> _State:
-        return self
+        if not self.preemption or self.allocator is None:
+            return self
+        # A dry run's removals stay in its copy: the allocated state and the removal records are
+        # copied; what Filter and Reserve record (per-node allocations) stays shared, as upstream.
+        c = copy.copy(self)
+        c.allocator = copy.copy(self.allocator)
+        c.allocator.allocated = self.allocator.allocated.copy()
+        c.removed_users = {k: set(v) for k, v in self.removed_users.items()}
+        c.released = set(self.released)
+        return c
 
     def to_allocate(self) -> list[int]:
         return [i for i, c in enumerate(self.claims) if c.allocation is None]
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, SignPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
                        ScoreExtensions, VectorizedScore, ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = NAME
 
@@ -125,6 +149,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlug
             raise ValueError(f"bindingTimeout: Invalid value: {bt!r}: must be positive")
         self.filter_timeout = float(ft)
         self.binding_timeout = float(bt)
+        dp = self.args.get("draPreemption", False)
+        if not isinstance(dp, bool):
+            raise ValueError(f"draPreemption: Invalid value: {dp!r}: must be true or false")
+        gates = getattr(handle, "feature_gates", None) or {}
+        self.dra_preemption = bool(gates.get("DRAPreemption", dp))
         self._manager: DRAManager | None = None
         self._share_rng = random.Random(0)
 
@@ -226,6 +255,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlug
                 if st is not None:
                     return None, st
         s.claims = claims
+        s.preemption = self.dra_preemption
         if to_allocate:
             s.allocator = Allocator(m.gather_allocated_state(), m.device_classes(), m.resource_slices(),
                                     self._new_share_id, timeout=self.filter_timeout)
@@ -262,12 +292,72 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, SignPlugin, FilterPlug
             except AllocatorError as e:
                 return Status.as_error(str(e), self.name)
             if got is None or len(got) != len(todo):
+                if s.preemption:
+                    # Preempting pods that use devices of this node might free enough of them.
+                    return Status.unschedulable("cannot allocate all claims", plugin=self.name)
                 return Status.unresolvable("cannot allocate all claims", plugin=self.name)
             if not unavailable:
                 s.node_allocations[node_info.name] = got
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
+        return None
+
+    # ---------------------------------------------------------------- PreFilterExtensions (DRAPreemption)
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return self if self.dra_preemption else None
+
+    def _used_claims(self, pod: Pod) -> list[ResourceClaim]:
+        """The allocated claims a (victim) pod is among the users of."""
+        out = []
+        for ref in pod_claim_refs(pod):
+            try:
+                name, _ = pod_claim_name(pod, ref)
+            except ClaimNameError:
+                continue
+            claim = self.manager.get_claim(pod.namespace, name) if name else None
+            if claim is not None and claim.allocation is not None and claim.reserved_for_pod(pod.uid):
+                out.append(claim)
+        return out
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_info_to_remove: PodInfo,
+                   node_info: NodeInfo) -> Status | None:
+        """A victim leaves: a claim all of whose users are gone gives its devices back."""
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or s.allocator is None:
+            return None
+        victim = pod_info_to_remove.pod
+        for claim in self._used_claims(victim):
+            removed = s.removed_users.setdefault(claim.uid, set())
+            removed.add(victim.uid)
+            users = [r for r in claim.reserved_for]
+            if claim.uid in s.released or not all(
+                    r.get("resource") == "pods" and not r.get("apiGroup") and r.get("uid") in removed for r in users):
+                continue
+            s.released.add(claim.uid)
+            for did, share, consumed in claim_contribution(claim):
+                s.allocator.allocated.remove_result(*did, share, consumed)
+        return None
+
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_info_to_add: PodInfo,
+                node_info: NodeInfo) -> Status | None:
+        """The inverse of :meth:`remove_pod` (a victim put back; nominated pods change nothing)."""
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or s.allocator is None:
+            return None
+        pod = pod_info_to_add.pod
+        for claim in self._used_claims(pod):
+            removed = s.removed_users.get(claim.uid)
+            if removed is None or pod.uid not in removed:
+                continue
+            removed.discard(pod.uid)
+            if not removed:
+                del s.removed_users[claim.uid]
+            if claim.uid in s.released:
+                s.released.discard(claim.uid)
+                for did, share, consumed in claim_contribution(claim):
+                    s.allocator.allocated.add_result(*did, share, consumed)
         return None
 
     # ---------------------------------------------------------------- PostFilter
