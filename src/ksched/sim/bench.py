@@ -60,6 +60,8 @@ def _setup_cluster(store: Store, w: Workload, n_nodes: int) -> None:
         if w.node_objects is not None:
             for o in w.node_objects(i):
                 store.create(o, owned=True)
+    for o in w.objects:
+        store.create(o, owned=True)
 
 
 def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | None = None,
@@ -79,7 +81,8 @@ def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | No
 
 
 # scheduler_perf runs an API server and the scheduler, no kube-controller-manager; the CSI
-# volume workload's claims are bound by the PV controller, the one controller the workloads need.
+# volume workload's claims are bound by the PV controller; the DRA workloads add the resourceclaim
+# controller (scheduler_perf starts it for them).
 BENCH_CONTROLLERS = ("persistentvolume-binder",)
 # As upstream's scheduler_perf API server: its pod templates state their priority without a
 # PriorityClass, and no service accounts are made.
@@ -93,7 +96,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
     clock = RealClock()
-    cluster = EmbeddedCluster(clock, controllers=BENCH_CONTROLLERS, auto_create_namespaces=True,
+    cluster = EmbeddedCluster(clock, controllers=(*BENCH_CONTROLLERS, *w.controllers), auto_create_namespaces=True,
                               disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store, client = cluster.store, cluster.client
     informers = InformerFactory(client)
@@ -302,7 +305,7 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if w.config:
         raise ValueError(f"{w.name}: a workload with its own scheduler configuration cannot run over HTTP")
-    cluster = EmbeddedCluster(RealClock(), controllers=BENCH_CONTROLLERS, synchronous=False,
+    cluster = EmbeddedCluster(RealClock(), controllers=(*BENCH_CONTROLLERS, *w.controllers), synchronous=False,
                               auto_create_namespaces=True, disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store = cluster.store
     cluster.start()

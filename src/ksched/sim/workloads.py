@@ -181,6 +181,8 @@ class Workload:
     config: dict[str, Any] | None = None
     node_objects: Callable[[int], list[Manifest]] | None = None  # per node (CSINode)
     routine: Routine | None = None
+    objects: list[Manifest] = field(default_factory=list)  # created once, after the nodes
+    controllers: tuple[str, ...] = ()  # kube-controller-manager controllers the workload needs
 
     @property
     def target(self) -> float | None:
@@ -326,6 +328,96 @@ def _one_pod_per_node() -> Workload:
                          "args": {"defaultingType": "List", "defaultConstraints": []}}]}]})
 
 
+# ---------------------------------------------------------------- DRA (scheduler_perf/dra)
+
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+
+
+def node_with_dra_test_driver(i: int) -> Manifest:
+    """dra/templates/node-with-dra-test-driver.yaml: 4 CPU, 32Gi, 110 pods, Ready."""
+    n = node_default(i)
+    name = f"scheduler-perf-dra-{i}"
+    n["metadata"] = {"name": name, "labels": {HOSTNAME: name}}
+    return n
+
+
+def dra_resource_slice(i: int, max_claims_per_node: int) -> Manifest:
+    """The ResourceSlice the createResourceDriver op publishes for a node: ``maxClaimsPerNode``
+    devices ``instance-<j>`` (model A100, family GPU, driverVersion 1.2.3, dra.example.com/numa
+    j, 1Gi of memory) in one slice, the pool named after the node."""
+    node = f"scheduler-perf-dra-{i}"
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": node},
+            "spec": {"driver": DRA_DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                     "devices": [{"name": f"instance-{j}",
+                                  "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                                                 "driverVersion": {"version": "1.2.3"},
+                                                 "dra.example.com/numa": {"int": j}},
+                                  "capacity": {"memory": {"value": "1Gi"}}} for j in range(max_claims_per_node)]}}
+
+
+def dra_device_class() -> Manifest:
+    """dra/templates/deviceclass.yaml."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "test-class"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]}}
+
+
+def dra_claim_template(namespace: str) -> Manifest:
+    """dra/templates/resourceclaimtemplate.yaml (one request, no selectors or constraints)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "test-claim-template", "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
+                "deviceClassName": "test-class"}}]}}}}
+
+
+def _dra_pod(name: str, ns: str, claim: dict[str, str]) -> Manifest:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                     "resources": {"claims": [{"name": "resource"}]}}],
+                     "resourceClaims": [{"name": "resource", **claim}]}}
+
+
+def pod_with_claim_template(name: str, ns: str) -> Manifest:
+    """dra/templates/pod-with-claim-template.yaml."""
+    return _dra_pod(name, ns, {"resourceClaimTemplateName": "test-claim-template"})
+
+
+def pod_with_claim_ref(name: str, ns: str) -> list[Manifest]:
+    """dra/templates/pod-with-claim-ref.yaml: pod ``i`` uses claim ``test-claim-<i/5>`` (five pods
+    share one; dra/templates/resourceclaim.yaml), created just before the first of its pods."""
+    i = int(name.rsplit("-", 1)[1])
+    claim = f"test-claim-{i // 5}"
+    pod = _dra_pod(name, ns, {"resourceClaimName": claim})
+    if i % 5:
+        return [pod]
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": claim, "namespace": ns},
+             "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class"}}]}}},
+            pod]
+
+
+def _dra_claim_template() -> Workload:
+    return Workload("SchedulingWithResourceClaimTemplate",
+                    "500 nodes with 10 devices each, 2500 init + 2500 measured pods each with a claim from a "
+                    "ResourceClaimTemplate (dra/performance-config.yaml 5000pods_500nodes)",
+                    500, node_with_dra_test_driver, [Phase(2500, pod_with_claim_template, "init")],
+                    Phase(2500, pod_with_claim_template, "test"),
+                    small_nodes=200, small_init=[1000], small_measured=1000,  # 2000pods_200nodes
+                    node_objects=lambda i: [dra_resource_slice(i, 10)],
+                    objects=[dra_device_class(), dra_claim_template("init"), dra_claim_template("test")],
+                    controllers=("resourceclaim",))
+
+
+def _dra_claim() -> Workload:
+    return Workload("SchedulingWithResourceClaim",
+                    "500 nodes with 2 devices each, 2500 init + 2500 measured pods, five pods sharing each "
+                    "ResourceClaim (500 + 500 claims; dra/performance-config.yaml 5000pods_500nodes)",
+                    500, node_with_dra_test_driver, [Phase(2500, pod_with_claim_ref, "init")],
+                    Phase(2500, pod_with_claim_ref, "test"),
+                    small_nodes=200, small_init=[1000], small_measured=1000,  # 2000pods_200nodes
+                    node_objects=lambda i: [dra_resource_slice(i, 2)],
+                    objects=[dra_device_class()], controllers=("resourceclaim",))
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "SchedulingBasic": _basic,
     "SchedulingPodAntiAffinity": _anti_affinity,
@@ -341,4 +433,6 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "PreemptionAsync": _preemption_async,
     "Unschedulable": _unschedulable,
     "OnePodPerNodeHostPort": _one_pod_per_node,
+    "SchedulingWithResourceClaimTemplate": _dra_claim_template,
+    "SchedulingWithResourceClaim": _dra_claim,
 }
