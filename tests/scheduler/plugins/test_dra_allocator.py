@@ -344,3 +344,52 @@ def test_no_device_twice_and_capacity_never_exceeded(reqs: list[tuple[int, bool,
                 state.add_result(*did, "", {})
     for caps in state.capacity.values():
         assert caps[f"{DRV}/mem"] <= 40 * 10**9
+
+
+# ---------------------------------------------------------------- the pool cache
+
+
+@pytest.mark.parametrize(("name", "slices", "classes", "claims", "allocated", "want"), _cases(),
+                         ids=[c[0] for c in _cases()])
+def test_a_pool_cache_shared_by_later_allocators_changes_no_answer(
+        name: str, slices: list[ResourceSlice], classes: list[DeviceClass] | None, claims: list[ResourceClaim],
+        allocated: AllocatedState | None, want: Any) -> None:
+    """Every table case, answered by three allocators in a row sharing one pool cache (as the
+    scheduler's cycles do), on both nodes: the same answers as without the cache."""
+    cache: dict[str, Any] = {}
+    for _ in range(3):
+        for node in (NODE, OTHER):
+            ids = (f"share-{i}" for i in itertools.count())
+            cls = {c.name: c for c in (classes if classes is not None else [dclass()])}
+            cached = Allocator(allocated or AllocatedState(), cls, slices, lambda ids=ids: next(ids),
+                               pool_cache=cache)
+            try:
+                got = devices_of(cached.allocate(node, claims))
+            except AllocatorError as e:
+                got = repr(e)
+            try:
+                plain = devices_of(allocator(slices, classes, allocated).allocate(node, claims))
+            except AllocatorError as e:
+                plain = repr(e)
+            assert got == plain
+    assert not cache or all(len(v) == 3 for v in cache.values())
+
+
+def test_the_pool_cache_follows_slice_and_node_updates() -> None:
+    cache: dict[str, Any] = {}
+    claim = rclaim("c", req(selectors=[f'device.attributes["{DRV}"].model == "new"']))
+    old = [rslice("s", [dev("a", attrs={"model": "old"})])]
+    assert Allocator(AllocatedState(), {"cls": dclass()}, old, lambda: "x", pool_cache=cache).allocate(
+        NODE, [claim]) is None
+    # The driver republishes the slice (a new object): the cached pools are not used.
+    new = [rslice("s", [dev("a", attrs={"model": "new"})], gen=2)]
+    got = Allocator(AllocatedState(), {"cls": dclass()}, new, lambda: "x", pool_cache=cache).allocate(NODE, [claim])
+    assert devices_of(got) == [[("req-0", "a")]]
+    # A node updated (a new object) whose labels no longer match a node selector of the slice.
+    by_zone = [rslice("z", [dev("a", attrs={"model": "new"})], node=None, nodeSelector={"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]})]
+    a = Allocator(AllocatedState(), {"cls": dclass()}, by_zone, lambda: "x", pool_cache=cache)
+    assert devices_of(a.allocate(NODE, [claim])) == [[("req-0", "a")]]
+    moved = Node({"metadata": {"name": "node-1", "labels": {"zone": "b"}}})
+    a = Allocator(AllocatedState(), {"cls": dclass()}, by_zone, lambda: "x", pool_cache=cache)
+    assert a.allocate(moved, [claim]) is None

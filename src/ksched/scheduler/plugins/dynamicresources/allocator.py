@@ -280,8 +280,12 @@ class Allocator:
     """One scheduling cycle's allocator over a fixed view of the cluster."""
 
     def __init__(self, allocated: AllocatedState, classes: dict[str, DeviceClass], slices: Iterable[ResourceSlice],
-                 new_share_id: Callable[[], str], *, timeout: float = 0.0) -> None:
+                 new_share_id: Callable[[], str], *, timeout: float = 0.0,
+                 pool_cache: dict[str, tuple[Any, list[ResourceSlice], list[_Pool]]] | None = None) -> None:
         self.allocated = allocated
+        # A node's pools built from the same slice objects (and node object) in an earlier cycle
+        # are the same pools: the scheduler's DRA manager keeps them across cycles.
+        self.pool_cache = pool_cache
         self.classes = classes
         self.new_share_id = new_share_id
         self.timeout = timeout
@@ -300,7 +304,23 @@ class Allocator:
     # ---------------------------------------------------------------- pools
 
     def _pools(self, node: Any) -> list[_Pool]:
-        cands = [*self.per_node.get(node.name if node is not None else "", ()), *self.shared]
+        key = node.name if node is not None else ""
+        cands = [*self.per_node.get(key, ()), *self.shared]
+        cache = self.pool_cache
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None and hit[0] is node and len(hit[1]) == len(cands) \
+                    and all(a is b for a, b in zip(hit[1], cands, strict=True)):
+                return hit[2]
+        pools, local = self._build_pools(node, cands)
+        if cache is not None and local:
+            cache[key] = (node, cands, pools)
+        return pools
+
+    def _build_pools(self, node: Any, cands: list[ResourceSlice]) -> tuple[list[_Pool], bool]:
+        """The node's pools, and whether they depend on ``cands`` alone (no pool needed slices
+        of other nodes to be judged complete or obsolete)."""
+        local = True
         relevant: dict[tuple[str, str], list[ResourceSlice]] = {}
         for s in cands:
             if s.shared_counters or _slice_targets_node(s, node):
@@ -313,6 +333,7 @@ class Allocator:
             if len(sl) == count and all(s.resource_slice_count == count for s in sl):
                 members = sl
             else:
+                local = False
                 everyone = self.by_pool.get((driver, pname), [])
                 if any(s.pool_generation > gen for s in everyone):
                     continue  # obsolete
@@ -322,7 +343,7 @@ class Allocator:
                     continue
             pools.append(self._build_pool(driver, pname, members, node))
         pools.sort(key=lambda p: (p.binding, p.driver, p.name))
-        return pools
+        return pools, local
 
     def _build_pool(self, driver: str, pname: str, members: list[ResourceSlice], node: Any) -> _Pool:
         members = sorted(members, key=lambda s: s.name)

@@ -64,6 +64,8 @@ class DRAManager:
         self.assumed: dict[str, ResourceClaim] = {}
         self.in_flight: dict[str, tuple[ResourceClaim, dict[str, Any], int]] = {}
         self.state = AllocatedState()
+        # Built pools per node, reused by the allocators of later cycles (see Allocator.pool_cache).
+        self.pool_cache: dict[str, Any] = {}
         self._devices_count: dict[DeviceID, int] = {}
         self._contrib: dict[str, Contribution] = {}
         self.claims.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))

@@ -258,7 +258,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         s.preemption = self.dra_preemption
         if to_allocate:
             s.allocator = Allocator(m.gather_allocated_state(), m.device_classes(), m.resource_slices(),
-                                    self._new_share_id, timeout=self.filter_timeout)
+                                    self._new_share_id, timeout=self.filter_timeout, pool_cache=m.pool_cache)
         return None, None
 
     def _check_class(self, name: str, request: str) -> Status | None:
