@@ -31,15 +31,16 @@ from ksched.api.gpu import (
 )
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.kubelet.cm.admission import REASON_UNEXPECTED, AllocationError, admit_result
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
 __all__ = ["UNEXPECTED_ADMISSION_ERROR", "GpuShareAdmitHandler", "gpu_share_admit"]
 
-UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+UNEXPECTED_ADMISSION_ERROR = REASON_UNEXPECTED
 
 
 def _refuse(why: str) -> PodAdmitResult:
-    return PodAdmitResult(False, UNEXPECTED_ADMISSION_ERROR, f"Allocate failed due to {why}, which is unexpected")
+    return admit_result(AllocationError(why))
 
 
 def _assignments(pods: Iterable[Pod]) -> list[GpuAssignment]:
