@@ -13,7 +13,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Top-level modules every layer may use: they import nothing else of ksched.
-BASE = {"", "clock", "boundedcache", "aioserver", "stepping"}
+BASE = {"", "clock", "boundedcache", "aioserver", "healthz", "stepping"}
 
 # Package (or top-level module) -> the packages it may import besides BASE and itself.
 ALLOWED: dict[str, set[str]] = {
