@@ -461,14 +461,17 @@ def test_leader_election_through_the_rest_api(client: RestClient, store: Store) 
     assert a.try_acquire_or_renew() is True
     lease = store.get("Lease", "kube-system", "ksched")
     assert isinstance(lease, Lease) and lease.holder_identity == "a"
-    assert b.try_acquire_or_renew() is False
+    assert b.try_acquire_or_renew() is False  # b observes a's record now
     now[0] += 5
-    assert a.try_acquire_or_renew() is True  # renew
-    now[0] += 16  # a stopped renewing: the lease expires
+    assert a.try_acquire_or_renew() is True  # renew (a new record for b)
+    now[0] += 5
+    assert b.try_acquire_or_renew() is False  # seen changed: b waits a full duration from now
+    now[0] += 16  # a stopped renewing: unchanged for longer than its duration, as b sees it
     assert b.try_acquire_or_renew() is True
     lease = store.get("Lease", "kube-system", "ksched")
     assert isinstance(lease, Lease) and lease.holder_identity == "b" and lease.lease_transitions == 1
     assert a.try_acquire_or_renew() is False
+    assert not a.is_leader and b.is_leader
 
 
 # ----------------------------------------------------------------------------- an unreachable server
