@@ -1,20 +1,32 @@
 """KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``): profiles, plugins per
-extension point and multiPoint, weights, pluginConfig args, and the global settings, with
+extension point and multiPoint, weights, pluginConfig args, and the global settings (with
+leaderElection, clientConnection, the debugging switches and delayCacheUntilActive), with
 upstream's defaults and merge rules. Invalid configuration raises :class:`ConfigError` naming
-the field."""
+the field.
+
+One rule is ksched's own: ``leaderElection.resourceName`` defaults to ``kube-scheduler`` (the
+Lease kube-scheduler elects on) when a profile is ``default-scheduler``, so ksched can replace
+kube-scheduler but never schedule beside it; otherwise to ``ksched``. The clientConnection's
+contentType, qps and burst are accepted and shown (configz) but not applied: ksched speaks JSON
+and does not rate-limit its requests."""
 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ksched.api.duration import DurationError, parse_duration
+from ksched.client.leaderelection import LeaderElectionConfiguration
+
 __all__ = [
     "DEFAULT_PLUGINS",
     "EXTENSION_POINTS",
+    "ClientConnection",
     "ConfigError",
     "PluginRef",
     "PluginSet",
@@ -28,6 +40,8 @@ __all__ = [
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+# The Lease of a ksched that schedules no default-scheduler pods (a secondary scheduler).
+SECONDARY_LEASE_NAME = "ksched"
 
 EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
                     "reserve", "permit", "preBind", "bind", "postBind")
@@ -64,6 +78,17 @@ class Profile:
 
 
 @dataclass(slots=True)
+class ClientConnection:
+    """component-base's ClientConnectionConfiguration with the scheduler's v1 defaults."""
+
+    kubeconfig: str = ""
+    accept_content_types: str = ""
+    content_type: str = "application/vnd.kubernetes.protobuf"
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(slots=True)
 class SchedulerConfiguration:
     profiles: list[Profile] = field(default_factory=lambda: [Profile()])
     parallelism: int = 16
@@ -71,6 +96,11 @@ class SchedulerConfiguration:
     pod_initial_backoff_seconds: float = 1
     pod_max_backoff_seconds: float = 10
     raw: dict[str, Any] = field(default_factory=dict)
+    leader_election: LeaderElectionConfiguration = field(default_factory=LeaderElectionConfiguration)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    delay_cache_until_active: bool = False
 
 
 # Upstream's default profile (apis/config/v1/default_plugins.go, 1.36): all in multiPoint.
@@ -373,10 +403,101 @@ def parse_configuration(raw: Any, source: str = "") -> SchedulerConfiguration:
     qs = [_queue_sort_names(p) for p in profiles]
     if len({tuple(q) for q in qs}) > 1:
         errors.append("profiles[1].plugins.queueSort: Invalid value: queueSort must be the same for all profiles")
+    cfg.leader_election = _leader_election(raw.get("leaderElection"), profiles, errors)
+    cfg.client_connection = _client_connection(raw.get("clientConnection"), errors)
+    for key, attr in (("enableProfiling", "enable_profiling"), ("enableContentionProfiling",
+                                                                "enable_contention_profiling"),
+                      ("delayCacheUntilActive", "delay_cache_until_active")):
+        v = raw.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, bool):
+            errors.append(f"{key}: Invalid value: {v!r}: must be a boolean")
+            continue
+        setattr(cfg, attr, v)
     if errors:
         raise ConfigError(errors, source)
     cfg.profiles = profiles
     return cfg
+
+
+def default_lease_name(profiles: list[Profile]) -> str:
+    """kube-scheduler's Lease when a profile schedules default-scheduler pods, else ksched's."""
+    if any(p.scheduler_name == DEFAULT_SCHEDULER_NAME for p in profiles):
+        return "kube-scheduler"
+    return SECONDARY_LEASE_NAME
+
+
+def _leader_election(d: Any, profiles: list[Profile], errors: list[str]) -> LeaderElectionConfiguration:
+    le = LeaderElectionConfiguration(resource_name=default_lease_name(profiles or [Profile()]))
+    if d is None:
+        return le
+    path = "leaderElection"
+    if not isinstance(d, dict):
+        errors.append(f"{path}: must be an object")
+        return le
+    v = d.get("leaderElect")
+    if v is not None:
+        if isinstance(v, bool):
+            le.leader_elect = v
+        else:
+            errors.append(f"{path}.leaderElect: Invalid value: {v!r}: must be a boolean")
+    for key, attr in (("leaseDuration", "lease_duration"), ("renewDeadline", "renew_deadline"),
+                      ("retryPeriod", "retry_period")):
+        v = d.get(key)
+        if v is None:
+            continue
+        try:
+            if not isinstance(v, str):
+                raise DurationError('must be a duration string such as "15s"')
+            setattr(le, attr, parse_duration(v))
+        except DurationError as e:
+            errors.append(f"{path}.{key}: Invalid value: {json.dumps(v)}: {e}")
+    for key, attr in (("resourceLock", "resource_lock"), ("resourceName", "resource_name"),
+                      ("resourceNamespace", "resource_namespace")):
+        v = d.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            errors.append(f"{path}.{key}: Invalid value: {v!r}: must be a string")
+            continue
+        setattr(le, attr, v)
+    errors.extend(le.validate(path))
+    return le
+
+
+def _client_connection(d: Any, errors: list[str]) -> ClientConnection:
+    cc = ClientConnection()
+    if d is None:
+        return cc
+    path = "clientConnection"
+    if not isinstance(d, dict):
+        errors.append(f"{path}: must be an object")
+        return cc
+    for key, attr in (("kubeconfig", "kubeconfig"), ("acceptContentTypes", "accept_content_types"),
+                      ("contentType", "content_type")):
+        v = d.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            errors.append(f"{path}.{key}: Invalid value: {v!r}: must be a string")
+            continue
+        setattr(cc, attr, v)
+    qps = d.get("qps")
+    if qps is not None:
+        if isinstance(qps, bool) or not isinstance(qps, int | float):
+            errors.append(f"{path}.qps: Invalid value: {qps!r}: must be a number")
+        else:
+            cc.qps = float(qps)
+    burst = d.get("burst")
+    if burst is not None:
+        if isinstance(burst, bool) or not isinstance(burst, int):
+            errors.append(f"{path}.burst: Invalid value: {burst!r}: must be an integer")
+        elif burst < 0:
+            errors.append(f"{path}.burst: Invalid value: {burst}: must be non-negative")
+        else:
+            cc.burst = burst
+    return cc
 
 
 def _queue_sort_names(p: Profile) -> list[str]:
