@@ -97,7 +97,7 @@ def test_serve_plus_run_binds_pods_and_explains_failures(cluster: Cluster) -> No
     # Created before the scheduler runs: it must pick them up from its initial list.
     c.kubectl("create", "-f", "-", stdin=_manifest(pods[0], other))
 
-    run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig))
+    run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig), "--secure-port", "0")
     run.wait_log("ksched scheduling pods of default-scheduler")
     c.kubectl("create", "-f", "-", stdin=_manifest(*pods[1:], picky))
 
@@ -162,7 +162,7 @@ def test_run_with_config_schedules_only_its_profiles(cluster: Cluster) -> None:
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": "my-scheduler"}]}))
     run = c.start("run-config", "run", "--kubeconfig", str(c.kubeconfig), "--config", str(cfg),
-                  "--leader-elect", "--lease-name", "my-scheduler", "--id", "e2e-1")
+                  "--leader-elect-resource-name", "my-scheduler", "--id", "e2e-1", "--secure-port", "0")
     run.wait_log("ksched scheduling pods of my-scheduler")
     # Its own node, so the test does not lean on nodes an earlier test created.
     c.kubectl("apply", "-f", "-", stdin=_manifest(node("cfg-node", cpu="2", memory="4Gi")))
@@ -182,7 +182,8 @@ def test_run_with_config_schedules_only_its_profiles(cluster: Cluster) -> None:
     bad = c.tmp / "bad.yaml"
     bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
                    "profiles:\n- schedulerName: x\n  plugins: {score: {enabled: [{name: NoSuchPlugin}]}}\n")
-    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(c.kubeconfig), "--config", str(bad)),
+    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(c.kubeconfig), "--config", str(bad),
+                                   "--secure-port", "0"),
                         capture_output=True, text=True, env=c.env, timeout=30)
     assert cp.returncode != 0 and "NoSuchPlugin" in cp.stderr
 
@@ -198,7 +199,7 @@ def test_run_survives_an_api_server_crash(tmp_path: Path) -> None:
         serve = c.start("serve1", *serve_args)
         wait_http_ready(c.port, proc=serve)
         serve.wait_log("kubeconfig:")
-        run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig))
+        run = c.start("run", "run", "--kubeconfig", str(c.kubeconfig), "--secure-port", "0")
         run.wait_log("ksched scheduling pods")
         c.kubectl("create", "-f", "-", stdin=_manifest(node("n1"), pod("before")))
         wait_for(lambda: c.get_pod("before")["spec"].get("nodeName") == "n1", timeout=40, what="before bound")

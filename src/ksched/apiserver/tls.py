@@ -1,4 +1,5 @@
-"""A self-signed serving certificate for ``ksched serve`` off loopback (cryptography)."""
+"""A self-signed serving certificate (cryptography): ``ksched serve`` off loopback, the webhook,
+and the secure port of ``ksched run`` and ``ksched dispatch``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 __all__ = ["make_self_signed", "server_ssl_context"]
 
 
-def make_self_signed(directory: str | Path, hosts: list[str]) -> tuple[Path, Path]:
+def make_self_signed(directory: str | Path, hosts: list[str], *, common_name: str = "ksched-apiserver",
+                     cert_name: str = "tls.crt", key_name: str = "tls.key") -> tuple[Path, Path]:
     """Write ``tls.crt`` and ``tls.key`` (EC P-256, one year) for ``hosts`` into ``directory``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -20,7 +22,7 @@ def make_self_signed(directory: str | Path, hosts: list[str]) -> tuple[Path, Pat
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ksched-apiserver")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     sans: list[x509.GeneralName] = []
     for h in hosts:
         try:
@@ -34,8 +36,8 @@ def make_self_signed(directory: str | Path, hosts: list[str]) -> tuple[Path, Pat
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
-    crt_path = d / "tls.crt"
-    key_path = d / "tls.key"
+    crt_path = d / cert_name
+    key_path = d / key_name
     crt_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))

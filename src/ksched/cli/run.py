@@ -1,97 +1,204 @@
-"""``ksched run``: the scheduler against any Kubernetes API server (a secondary scheduler for
-its profiles' schedulerNames), optionally leader-elected, or with ``--dispatch`` one of
-several instances scheduling only the pods the dispatcher gives it."""
+"""``ksched run``: the scheduler against any Kubernetes API server, as kube-scheduler runs:
+secure serving of /healthz, /livez, /readyz, /metrics and /configz (``--bind-address``,
+``--secure-port``), and leader election (on by default). When a profile is
+``default-scheduler`` it elects on kube-scheduler's own Lease (``kube-system/kube-scheduler``),
+so it can replace kube-scheduler but never schedule beside it; a secondary scheduler elects on
+its own (``kube-system/ksched``). With ``--dispatch`` it is one of several instances scheduling
+only the pods the dispatcher gives it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from typing import Any
 
 from ksched.cli.common import (
     EXIT_INVALID_INPUT,
+    apply_leader_election_flags,
     kubeconfig_parent,
+    leader_election_parent,
     leader_identity,
     load_config,
     report_crash,
     rest_client,
+    secure_serving_parent,
+    serving_ssl_context,
     supervised_parent,
 )
 
 __all__ = ["add_parser", "run"]
 
+DEFAULT_SECURE_PORT = 10259  # ksched.scheduler.serving.DEFAULT_SECURE_PORT (kept import-free for --help)
+
 
 def add_parser(sub: Any) -> None:
     """Register ``ksched run`` on the subparsers action ``sub``."""
     p = sub.add_parser(
-        "run", help="run the scheduler against a Kubernetes API server (as a secondary scheduler)",
+        "run", help="run the scheduler against a Kubernetes API server (as kube-scheduler, or beside it)",
         description="Schedule the pods of this scheduler's profiles (their schedulerNames) on any Kubernetes API "
                     "server, binding through pods/binding and writing events and pod conditions as upstream "
-                    "does. Ctrl-C stops it cleanly.",
-        parents=[kubeconfig_parent(), supervised_parent()])
-    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration (profiles, plugins, args)")
-    p.add_argument("--leader-elect", action="store_true", help="only schedule while holding a Lease")
-    p.add_argument("--lease-name", default="ksched", help="leader-election Lease name")
-    p.add_argument("--lease-namespace", default="kube-system", help="leader-election Lease namespace")
-    p.add_argument("--id", help="identity for leader election (default: hostname_pid)")
-    p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on 127.0.0.1:PORT")
-    p.add_argument("--instance", metavar="NAME", help="with --dispatch: this instance's name")
-    p.add_argument("--dispatch", action="store_true",
+                    "does. Leader election is on by default: with a default-scheduler profile on kube-scheduler's "
+                    "Lease kube-system/kube-scheduler (ksched replaces kube-scheduler, never runs beside it), "
+                    "otherwise on kube-system/ksched. Serves /healthz, /livez, /readyz, /metrics and /configz over "
+                    "HTTPS on --bind-address:--secure-port. Inside a pod it uses the pod's service account unless "
+                    "given a kubeconfig. SIGTERM or Ctrl-C stops it cleanly (the Lease is released).",
+        parents=[kubeconfig_parent(), leader_election_parent(default_elect="true, or --config's leaderElection.leaderElect", default_name=(
+            "kube-scheduler with a default-scheduler profile, else ksched")),
+            secure_serving_parent(DEFAULT_SECURE_PORT), supervised_parent()])
+    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration (profiles, plugins, args, "
+                                                    "leaderElection, clientConnection)")
+    g = p.add_argument_group("several instances (ksched dispatch)")
+    g.add_argument("--instance", metavar="NAME", help="with --dispatch: this instance's name")
+    g.add_argument("--dispatch", action="store_true",
                    help="run as one of several instances: register with the Lease ksched-instance-NAME (in "
                         "--lease-namespace) and schedule only the pods the dispatcher gives this instance "
                         "(annotation ksched.io/instance=NAME)")
-    p.add_argument("--instance-label", action="append", default=[], metavar="KEY=VALUE",
+    g.add_argument("--lease-namespace", default="kube-system", help="with --dispatch: the instance Lease's namespace")
+    g.add_argument("--instance-label", action="append", default=[], metavar="KEY=VALUE",
                    help="with --dispatch: a label of this instance, for the dispatcher's policy (repeatable)")
-    p.add_argument("--partition-label", metavar="LABEL",
+    g.add_argument("--partition-label", metavar="LABEL",
                    help="with --dispatch: own only the nodes whose LABEL equals --partition")
-    p.add_argument("--partition", metavar="VALUE", help="with --partition-label: this instance's partition")
-    p.add_argument("--instance-lease-duration", type=float, default=15.0, metavar="SECONDS",
+    g.add_argument("--partition", metavar="VALUE", help="with --partition-label: this instance's partition")
+    g.add_argument("--instance-lease-duration", type=float, default=15.0, metavar="SECONDS",
                    help="with --dispatch: the instance Lease's duration (renewed every third of it)")
 
 
+def _serving_context(args: argparse.Namespace) -> tuple[Any, int]:
+    """The serving TLS context (None with --secure-port 0), or (None, exit code) on bad input;
+    checked before anything talks to the API server."""
+    if not args.secure_port:
+        return None, 0
+    try:
+        return serving_ssl_context(args, "kube-scheduler"), 0
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None, EXIT_INVALID_INPUT
+
+
+def _serve(args: argparse.Namespace, ctx: Any, healthz: list[Any], readyz: list[Any], registry: Any,
+           configz: Any) -> tuple[Any, int]:
+    """The secure server started (None without a context), or (None, 1) when it cannot listen."""
+    from ksched.scheduler.serving import SecureServer, endpoints_app
+
+    if ctx is None:
+        return None, 0
+    server = SecureServer(endpoints_app(healthz=healthz, readyz=readyz, registry=registry, configz=configz),
+                          args.bind_address, args.secure_port, ctx, "secure-serving")
+    try:
+        server.start()
+    except OSError as e:
+        print(f"error: failed to start secure server on {args.bind_address}:{args.secure_port}: {e}",
+              file=sys.stderr)
+        return None, 1
+    print(f"serving /healthz, /livez, /readyz, /metrics and /configz on {server.url}", flush=True)
+    return server, 0
+
+
+def _leader_events(client: Any, component: str) -> Any:
+    """client-go's lock events (``<id> became leader``), as core/v1 Events on the Lease."""
+    from ksched.clock import RealClock
+    from ksched.scheduler.recorder import EventRecorder
+
+    recorder = EventRecorder(client, RealClock(), component=component)
+
+    def record(lease: Any, message: str) -> None:
+        if lease is not None:
+            recorder.event(lease, "Normal", "LeaderElection", "", message)
+
+    return record
+
+
+def _warn_beside_kube_scheduler(names: list[str], le: Any) -> None:
+    if "default-scheduler" not in names:
+        return
+    if not le.leader_elect:
+        print("warning: scheduling default-scheduler pods without leader election: make sure no kube-scheduler "
+              "runs (it would race ksched for the same pods)", file=sys.stderr)
+    elif (le.resource_namespace, le.resource_name) != ("kube-system", "kube-scheduler"):
+        print(f"warning: scheduling default-scheduler pods while electing on {le.resource_namespace}/"
+              f"{le.resource_name}, not kube-scheduler's kube-system/kube-scheduler: a kube-scheduler would race "
+              "ksched for the same pods", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Schedule until SIGINT/SIGTERM (or the parent process is gone); 0, 1 without a usable client
-    or when the scheduling loop crashed, EXIT_INVALID_INPUT for bad input."""
+    """Schedule until SIGINT/SIGTERM (or the parent process is gone); 0, 1 without a usable client,
+    when the scheduling loop crashed or the lease was lost, EXIT_INVALID_INPUT for bad input."""
+    from ksched.client.leaderelection import HealthzAdaptor, LeaderElector
     from ksched.dispatch.processes import wait_until_signalled
+    from ksched.healthz import HealthCheck, shutdown_check
+    from ksched.scheduler.config import default_configuration
+    from ksched.scheduler.configz import component_config
+    from ksched.scheduler.metrics import SchedulerMetrics
     from ksched.scheduler.runner import SchedulerRunner
     from ksched.scheduler.scheduler import Scheduler
+    from ksched.scheduler.serving import (
+        handler_sync_check,
+        register_leader_election_metric,
+        register_process_metrics,
+    )
 
     if args.dispatch or args.instance:
         return _run_instance(args)
-    config = load_config(args.config)
-    client = rest_client(args)
+    config = load_config(args.config) or default_configuration()
+    le = config.leader_election
+    apply_leader_election_flags(args, le)
+    errors = le.validate()
+    if errors:
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    names = [p.scheduler_name for p in config.profiles]
+    _warn_beside_kube_scheduler(names, le)
+    ctx, code = _serving_context(args)
+    if code:
+        return code
+    client = rest_client(args, config.client_connection.kubeconfig)
     if client is None:
         return 1
-    metrics = _serve_metrics(args.metrics_port)
+    metrics = SchedulerMetrics()
+    register_process_metrics(metrics.registry)
     elector = None
-    if args.leader_elect:
-        from ksched.client.leaderelection import LeaderElector
-
-        elector = LeaderElector(client, args.lease_name, args.lease_namespace, leader_identity(args.id))
-    runner = SchedulerRunner(lambda: Scheduler(client, config, threaded=True, metrics=metrics), elector)
+    watchdog = HealthzAdaptor(20.0)
+    if le.leader_elect:
+        identity = leader_identity(args.id)
+        try:
+            elector = LeaderElector(client, le.resource_name, le.resource_namespace, identity,
+                                    lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
+                                    retry_period=le.retry_period, on_event=_leader_events(client, names[0]))
+        except ValueError as e:
+            print(f"error: couldn't create leader elector: {e}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+        watchdog.elector = elector
+        register_leader_election_metric(metrics.registry, le.resource_name, lambda: elector.is_leader)
+    runner = SchedulerRunner(lambda: Scheduler(client, config, threaded=True, metrics=metrics), elector,
+                             delay_cache_until_active=config.delay_cache_until_active)
+    stopping = threading.Event()
+    election = [HealthCheck(watchdog.name, watchdog.check)] if elector is not None else []
+    readyz = [*election, shutdown_check(stopping), handler_sync_check(runner.handlers_synced)]
+    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
+    server, code = _serve(args, ctx, election, readyz, metrics.registry,
+                          lambda: component_config(config, kubeconfig))
+    if code:
+        return code
     runner.start()
-    names = [p.scheduler_name for p in config.profiles] if config else ["default-scheduler"]
     print(f"ksched scheduling pods of {', '.join(names)} on {client.host}", flush=True)
+    if elector is not None:
+        print(f"leader election on the Lease {le.resource_namespace}/{le.resource_name} as {elector.identity}",
+              flush=True)
     try:
-        ok = wait_until_signalled(args.parent_pid, failed=runner.crashed)
+        ok = wait_until_signalled(args.parent_pid, failed=runner.failed)
     finally:
+        stopping.set()
         runner.stop()
+        if server is not None:
+            server.stop()
+    if runner.lost.is_set():
+        print("error: leader election lost", file=sys.stderr)
+        return 1
     if not ok:
         return report_crash()
     return 0
-
-
-def _serve_metrics(port: int | None) -> Any:
-    """Scheduler metrics served on 127.0.0.1:port (None: no metrics endpoint)."""
-    if not port:
-        return None
-    from prometheus_client import start_http_server
-
-    from ksched.scheduler.metrics import SchedulerMetrics
-
-    metrics = SchedulerMetrics()
-    start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
-    return metrics
 
 
 def _parse_labels(items: list[str]) -> dict[str, str] | None:
@@ -106,10 +213,13 @@ def _parse_labels(items: list[str]) -> dict[str, str] | None:
 
 
 def _run_instance(args: argparse.Namespace) -> int:
-    import threading
-
     from ksched.dispatch.instance import SchedulerInstance, validate_instance_name
     from ksched.dispatch.processes import wait_until_signalled
+    from ksched.healthz import shutdown_check
+    from ksched.scheduler.config import default_configuration
+    from ksched.scheduler.configz import component_config
+    from ksched.scheduler.metrics import SchedulerMetrics
+    from ksched.scheduler.serving import handler_sync_check, register_process_metrics
 
     if not args.dispatch or not args.instance:
         print("error: --instance NAME and --dispatch go together", file=sys.stderr)
@@ -128,11 +238,15 @@ def _run_instance(args: argparse.Namespace) -> int:
     labels = _parse_labels(args.instance_label)
     if labels is None:
         return EXIT_INVALID_INPUT
-    config = load_config(args.config)
-    client = rest_client(args)
+    config = load_config(args.config) or default_configuration()
+    ctx, code = _serving_context(args)
+    if code:
+        return code
+    client = rest_client(args, config.client_connection.kubeconfig)
     if client is None:
         return 1
-    metrics = _serve_metrics(args.metrics_port)
+    metrics = SchedulerMetrics()
+    register_process_metrics(metrics.registry)
     try:
         inst = SchedulerInstance(client, args.instance, config, labels=labels,
                                  partition_label=args.partition_label or "", partition=args.partition or "",
@@ -141,6 +255,12 @@ def _run_instance(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    stopping = threading.Event()
+    readyz = [shutdown_check(stopping), handler_sync_check(inst.scheduler.handlers_synced.is_set)]
+    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
+    server, code = _serve(args, ctx, [], readyz, metrics.registry, lambda: component_config(config, kubeconfig))
+    if code:
+        return code
     inst.start()
     part = f", partition {args.partition_label}={args.partition}" if args.partition_label else ""
     print(f"ksched instance {args.instance}{part} scheduling the pods dispatched to it on {client.host}",
@@ -148,7 +268,10 @@ def _run_instance(args: argparse.Namespace) -> int:
     try:
         ok = wait_until_signalled(args.parent_pid, threading.Event(), inst.crashed)
     finally:
+        stopping.set()
         inst.stop()
+        if server is not None:
+            server.stop()
     if not ok:
         return report_crash()
     return 0

@@ -39,7 +39,8 @@ class ProcessGroup:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def _common(self) -> list[str]:
-        args = ["--kubeconfig", self.kubeconfig, "--parent-pid", str(os.getpid())]
+        # No secure port: several children share this host (and none is probed).
+        args = ["--kubeconfig", self.kubeconfig, "--parent-pid", str(os.getpid()), "--secure-port", "0"]
         if self.lease_namespace:
             args += ["--lease-namespace", self.lease_namespace]
         return args

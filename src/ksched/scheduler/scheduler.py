@@ -129,6 +129,9 @@ class Scheduler(ScheduleOne):
         self._executor: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=binding_workers, thread_name_prefix="binding") if threaded else None)
         self._wake = threading.Event()
+        # Set by run() once the informers have listed and the handlers took the initial objects
+        # (the readyz check sched-handler-sync).
+        self.handlers_synced = threading.Event()
         self.scheduled = 0
         self.failed_attempts = 0
         self.metrics_observer: Callable[[float], None] | None = None
@@ -203,14 +206,26 @@ class Scheduler(ScheduleOne):
         """Single-threaded: list everything and deliver it (informers synced)."""
         self.informers.poll()
 
-    def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
-        """Threaded mode: until ``stop`` is set."""
+    def wake(self) -> None:
+        """Wake the threaded loop (something changed that it should look at now)."""
+        self._wake.set()
+
+    def _listed(self) -> bool:
+        return all(inf.reflector.listed for inf in self.informers.informers.values())
+
+    def run(self, stop: threading.Event, ready: threading.Event | None = None,
+            schedule: threading.Event | None = None) -> None:
+        """Threaded mode: until ``stop`` is set. ``ready`` is set once the informers have listed
+        (or after 60 s); ``handlers_synced`` once the handlers have taken the initial objects.
+        With ``schedule``, pods are scheduled only while it is set: until then the loop keeps
+        the cache and queue up to date (a leader-election standby), as upstream's informers
+        run before the lease is won."""
         self.informers.notify = self._wake.set
         for inf in self.informers.informers.values():
             inf.reflector.notify = self._wake.set
         self.informers.start()
         deadline = time.monotonic() + 60
-        while not all(inf.reflector.listed for inf in self.informers.informers.values()):
+        while not self._listed():
             if stop.is_set() or time.monotonic() > deadline:
                 break
             # An informer whose list is done delivers it to the handlers now, while the others
@@ -224,14 +239,20 @@ class Scheduler(ScheduleOne):
         try:
             while not stop.is_set():
                 self._wake.clear()
+                # Listed before this delivery: the initial objects are in it (a reflector queues
+                # its list before it says it has listed).
+                listed = self.handlers_synced.is_set() or self._listed()
                 self.informers.process()
+                if listed and not self.handlers_synced.is_set():
+                    self.handlers_synced.set()
                 self._drain_completed()
                 self._timers()
                 worked = False
-                for _ in range(64):
-                    if not self.schedule_one():
-                        break
-                    worked = True
+                if schedule is None or schedule.is_set():
+                    for _ in range(64):
+                        if not self.schedule_one():
+                            break
+                        worked = True
                 self._drain_completed()
                 if worked:
                     continue

@@ -1,0 +1,202 @@
+"""``ksched run`` operated as kube-scheduler is: HTTPS on --bind-address:--secure-port with
+/healthz, /livez, /readyz (the leaderElection watchdog, shutdown, sched-handler-sync), /metrics
+and /configz; leader election on kube-scheduler's own Lease when a profile is
+default-scheduler; a warm, ready standby that takes over at once when the leader stops cleanly;
+exit 1 when the lease is lost; the serving certificate self-signed for localhost/127.0.0.1 or
+the one given. Against ``ksched serve`` in another process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import ssl
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from serve_helpers import (
+    Http,
+    Proc,
+    free_port,
+    ksched_cmd,
+    node,
+    pod,
+    subprocess_env,
+    wait_for,
+    wait_http_ready,
+)
+
+from ksched.apiserver.tls import make_self_signed
+
+PODS = "/api/v1/namespaces/default/pods"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+
+
+class Env:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.port = free_port()
+        self.kubeconfig = tmp / "kubeconfig"
+        self.env = subprocess_env(tmp)
+        self.procs: list[Proc] = []
+        self.api = Http("127.0.0.1", self.port)
+
+    def start(self, name: str, *args: str) -> Proc:
+        p = Proc(ksched_cmd(*args), self.tmp / f"{name}.log", self.env, self.tmp)
+        self.procs.append(p)
+        return p
+
+    def scheduler(self, name: str, *extra: str) -> tuple[Proc, Http]:
+        port = free_port()
+        p = self.start(name, "run", "--kubeconfig", str(self.kubeconfig), "--bind-address", "127.0.0.1",
+                       "--secure-port", str(port), "--id", name, *extra)
+        p.wait_log("ksched scheduling pods")
+        return p, Http("127.0.0.1", port, ssl_context=_unverified())
+
+    def lease(self, name: str = "kube-scheduler") -> dict[str, Any]:
+        st, _, body = self.api.get(f"{LEASES}/{name}")
+        return body if st == 200 else {}
+
+    def holder(self, name: str = "kube-scheduler") -> str:
+        return str((self.lease(name).get("spec") or {}).get("holderIdentity") or "")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            p.stop()
+
+
+def _unverified() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    e = Env(tmp_path_factory.mktemp("serving"))
+    try:
+        serve = e.start("serve", "serve", "--no-scheduler", "--listen", f"127.0.0.1:{e.port}",
+                        "--kubeconfig-out", str(e.kubeconfig))
+        wait_http_ready(e.port, proc=serve)
+        serve.wait_log("kubeconfig:")
+        st, _, body = e.api.post("/api/v1/nodes", node("n1"))
+        assert st == 201, body
+        yield e
+    finally:
+        e.stop()
+
+
+def _text(http: Http, path: str) -> tuple[int, str]:
+    st, _, body = http.get(path)
+    return st, body if isinstance(body, str) else json.dumps(body)
+
+
+def _bound(e: Env, name: str) -> bool:
+    st, _, body = e.api.get(f"{PODS}/{name}")
+    return st == 200 and bool(body["spec"].get("nodeName"))
+
+
+def test_health_metrics_configz_and_failover_over_https(env: Env) -> None:
+    e = env
+    a, ha = e.scheduler("sched-a")
+    wait_for(lambda: e.holder() == "sched-a", timeout=20, what="sched-a to hold kube-system/kube-scheduler")
+    wait_for(lambda: _text(ha, "/readyz")[0] == 200, timeout=20, what="sched-a ready")
+    assert _text(ha, "/healthz") == (200, "ok")
+    assert _text(ha, "/healthz?verbose") == (200, "[+]leaderElection ok\nhealthz check passed\n")
+    assert _text(ha, "/livez?verbose") == (200, "[+]ping ok\nlivez check passed\n")
+    assert _text(ha, "/readyz?verbose") == (
+        200, "[+]leaderElection ok\n[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n")
+    assert _text(ha, "/readyz/sched-handler-sync") == (200, "ok")
+    assert _text(ha, "/healthz/leaderElection") == (200, "ok")
+    assert _text(ha, "/nope") == (404, "404 page not found\n")
+    st, headers, metrics = ha.get("/metrics")
+    assert st == 200 and headers["Content-Type"].startswith("text/plain")
+    assert 'leader_election_master_status{name="kube-scheduler"} 1.0' in metrics
+    assert 'scheduler_pending_pods{queue="active"}' in metrics and "process_cpu_seconds_total" in metrics
+    st, headers, cz = ha.get("/configz")
+    assert st == 200 and headers["Content-Type"] == "application/json"
+    cc = cz["componentconfig"]
+    assert cc["LeaderElection"] == {"LeaderElect": True, "LeaseDuration": "15s", "RenewDeadline": "10s",
+                                    "RetryPeriod": "2s", "ResourceLock": "leases", "ResourceName": "kube-scheduler",
+                                    "ResourceNamespace": "kube-system"}
+    assert cc["Profiles"][0]["SchedulerName"] == "default-scheduler"
+    assert cc["ClientConnection"]["Kubeconfig"] == str(e.kubeconfig)
+
+    # A second replica: a warm standby, ready, not leading, not scheduling.
+    b, hb = e.scheduler("sched-b")
+    wait_for(lambda: _text(hb, "/readyz")[0] == 200, timeout=20, what="the standby ready")
+    assert 'leader_election_master_status{name="kube-scheduler"} 0.0' in hb.get("/metrics")[2]
+    assert e.api.post(PODS, pod("p1"))[0] == 201
+    wait_for(lambda: _bound(e, "p1"), timeout=20, what="p1 bound")
+    st, _, events = e.api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=p1")
+    assert [ev["source"]["component"] for ev in events["items"] if ev["reason"] == "Scheduled"] == [
+        "default-scheduler"]
+    assert e.holder() == "sched-a"
+
+    # SIGTERM: the leader finishes, releases the Lease, and the standby takes over at once.
+    a.p.send_signal(signal.SIGTERM)
+    assert a.p.wait(20) == 0
+    wait_for(lambda: e.holder() == "sched-b", timeout=8, what="sched-b to take over (well within 15s)")
+    spec = e.lease()["spec"]
+    assert spec["leaseTransitions"] >= 1 and spec["leaseDurationSeconds"] == 15
+    assert e.api.post(PODS, pod("p2"))[0] == 201
+    wait_for(lambda: _bound(e, "p2"), timeout=20, what="p2 bound by the new leader")
+    # client-go's lock events, on the Lease.
+    st, _, evs = e.api.get("/api/v1/namespaces/kube-system/events?fieldSelector=involvedObject.name=kube-scheduler")
+    msgs = [ev["message"] for ev in evs["items"] if ev["reason"] == "LeaderElection"]
+    assert "sched-a became leader" in msgs and "sched-a stopped leading" in msgs and "sched-b became leader" in msgs
+    b.p.send_signal(signal.SIGTERM)
+    assert b.p.wait(20) == 0
+    assert "Traceback" not in a.log() + b.log()
+
+
+def test_losing_the_lease_exits_1(env: Env) -> None:
+    e = env
+    cfg = e.tmp / "secondary.yaml"
+    cfg.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                   "kind": "KubeSchedulerConfiguration",
+                                   "profiles": [{"schedulerName": "batch"}]}))
+    p, h = e.scheduler("lossy", "--config", str(cfg), "--leader-elect-lease-duration", "4s",
+                       "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms")
+    # A secondary scheduler elects on ksched's own Lease, not kube-scheduler's.
+    wait_for(lambda: e.holder("ksched") == "lossy", timeout=20, what="lossy to hold kube-system/ksched")
+    assert h.get("/configz")[2]["componentconfig"]["LeaderElection"]["ResourceName"] == "ksched"
+    # Someone else writes the record: renewals fail until the renew deadline, then it exits.
+    lease = e.lease("ksched")
+    lease["spec"]["holderIdentity"] = "usurper"
+    assert e.api.put(f"{LEASES}/ksched", lease)[0] == 200
+    assert p.p.wait(20) == 1
+    assert "error: leader election lost" in p.log()
+
+
+def test_serving_certificates(env: Env, tmp_path: Path) -> None:
+    e = env
+    # Self-signed by default, valid for 127.0.0.1 and localhost.
+    p, _ = e.scheduler("certs-default", "--leader-elect=false")
+    port = int(p.cmd[p.cmd.index("--secure-port") + 1])
+    pem = ssl.get_server_certificate(("127.0.0.1", port))
+    (tmp_path / "served.crt").write_text(pem)
+    ctx = ssl.create_default_context(cafile=str(tmp_path / "served.crt"))
+    assert Http("127.0.0.1", port, ssl_context=ctx).get("/livez")[:3:2] == (200, "ok")
+    p.stop()
+    # The certificate given.
+    crt, key = make_self_signed(tmp_path / "pki", ["127.0.0.1"], common_name="operator-ca")
+    p, _ = e.scheduler("certs-given", "--leader-elect=false", "--tls-cert-file", str(crt),
+                       "--tls-private-key-file", str(key))
+    port = int(p.cmd[p.cmd.index("--secure-port") + 1])
+    ctx = ssl.create_default_context(cafile=str(crt))
+    assert Http("127.0.0.1", port, ssl_context=ctx).get("/healthz?verbose")[:3:2] == (
+        200, "[+]ping ok\nhealthz check passed\n")
+    p.stop()
+    # Half a pair, and a port that is taken, are refused.
+    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(e.kubeconfig), "--tls-cert-file", str(crt)),
+                        capture_output=True, text=True, env=e.env, cwd=e.tmp, timeout=30)
+    assert cp.returncode == 2 and "--tls-cert-file and --tls-private-key-file go together" in cp.stderr
+    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(e.kubeconfig), "--bind-address", "127.0.0.1",
+                                   "--secure-port", str(e.port)),
+                        capture_output=True, text=True, env=e.env, cwd=e.tmp, timeout=30)
+    assert cp.returncode == 1 and "failed to start secure server" in cp.stderr
