@@ -185,8 +185,10 @@ class ApiServer:
     @web.middleware
     async def _auth_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         if self.token is not None and request.path not in ("/healthz", "/readyz", "/livez"):
-            auth = request.headers.get("Authorization", "")
-            if auth != f"Bearer {self.token}":
+            # As kube-apiserver's bearer token authenticator: the scheme in any case ("bearer" is
+            # what the official Python client sends from a service-account token file).
+            scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" or token != self.token:
                 return _error(Unauthorized("Unauthorized"))
         try:
             return await handler(request)  # type: ignore[no-any-return]

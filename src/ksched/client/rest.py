@@ -67,10 +67,13 @@ def _api_error(status: int, body: bytes | str) -> E.ApiError:
 
 def load_client_configuration(kubeconfig: str | None = None, context: str | None = None,
                               in_cluster: bool | None = None) -> Any:
-    """A kubernetes.client.Configuration from a kubeconfig (default locations too) or the
-    in-cluster service account. A kubeconfig with only a server, CA, token or client
-    certificate is read without importing the official client (``ksched.client.kubeconfig``:
-    the same result, a third of a second sooner); anything else by the official loader."""
+    """A kubernetes.client.Configuration from a kubeconfig, or from the pod's service account
+    when no kubeconfig is given and the process runs in a pod (KUBERNETES_SERVICE_HOST/PORT and
+    the token file, as client-go's InClusterConfig), else from $KUBECONFIG or ~/.kube/config.
+    In-cluster, the token file is re-read every minute (bound tokens rotate). A kubeconfig with
+    only a server, CA, token or client certificate is read without importing the official client
+    (``ksched.client.kubeconfig``: the same result, a third of a second sooner); anything else by
+    the official loader."""
     in_cluster = in_cluster or (in_cluster is None and kubeconfig is None and _in_cluster())
     if not in_cluster:
         from ksched.client.kubeconfig import load
@@ -90,10 +93,13 @@ def load_client_configuration(kubeconfig: str | None = None, context: str | None
 
 
 def _in_cluster() -> bool:
+    """Running in a pod: the service host is set and the token is mounted (the paths and names
+    are the official client's, read when called)."""
     import os
 
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token")
+    from kubernetes.config import incluster_config as ic
+
+    return bool(os.environ.get(ic.SERVICE_HOST_ENV_NAME)) and os.path.isfile(ic.SERVICE_TOKEN_FILENAME)
 
 
 def _path(cls: type[KubeObject], namespace: str | None, name: str = "", sub: str = "") -> str:

@@ -1,0 +1,152 @@
+"""In-cluster configuration: with no kubeconfig, ``ksched run`` inside a pod talks to the API
+server through the pod's service account (KUBERNETES_SERVICE_HOST/PORT, the token and the CA
+mounted in the service-account directory), as client-go's InClusterConfig. Here the
+"cluster" is ``ksched serve`` with TLS and a bearer token, and the directory is the test's
+(the official client's loader paths are pointed at it; nothing is written to /var/run)."""
+
+from __future__ import annotations
+
+import signal
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serve_helpers import Http, Proc, free_port, ksched_cmd, node, pod, subprocess_env, wait_for
+
+from ksched.api.errors import Unauthorized
+from ksched.apiserver.tls import make_self_signed
+from ksched.client import rest
+from ksched.client.rest import RestClient, load_client_configuration
+
+TOKEN = "in-cluster-token-0123456789"
+
+
+class Cluster:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.port = free_port()
+        self.crt, self.key = make_self_signed(tmp / "pki", ["127.0.0.1", "localhost"])
+        self.sa = tmp / "serviceaccount"
+        self.sa.mkdir()
+        (self.sa / "token").write_text(TOKEN)
+        (self.sa / "ca.crt").write_text(self.crt.read_text())
+        (self.sa / "namespace").write_text("kube-system")
+        self.env = subprocess_env(tmp)
+        self.env.update(KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT=str(self.port))
+        self.procs: list[Proc] = []
+        ctx = ssl.create_default_context(cafile=str(self.crt))
+        self.api = Http("127.0.0.1", self.port, token=TOKEN, ssl_context=ctx)
+
+    def start(self, name: str, cmd: list[str]) -> Proc:
+        p = Proc(cmd, self.tmp / f"{name}.log", self.env, self.tmp)
+        self.procs.append(p)
+        return p
+
+    def in_pod(self, *args: str) -> list[str]:
+        """``python -m ksched.cli.main ARGS`` with the service-account paths of this test."""
+        prog = ("import sys; import kubernetes.config.incluster_config as ic; "
+                "ic.SERVICE_TOKEN_FILENAME, ic.SERVICE_CERT_FILENAME = sys.argv[1], sys.argv[2]; "
+                "from ksched.cli.main import main; sys.exit(main(sys.argv[3:]))")
+        return [sys.executable, "-c", prog, str(self.sa / "token"), str(self.sa / "ca.crt"), *args]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("incluster"))
+    try:
+        serve = c.start("serve", ksched_cmd("serve", "--no-scheduler", "--listen", f"127.0.0.1:{c.port}",
+                                            "--tls-cert", str(c.crt), "--tls-key", str(c.key), "--token", TOKEN,
+                                            "--kubeconfig-out", str(c.tmp / "admin.kubeconfig")))
+        wait_http_ready_tls(c, serve)
+        yield c
+    finally:
+        for p in reversed(c.procs):
+            p.stop()
+
+
+def wait_http_ready_tls(c: Cluster, proc: Proc) -> None:
+    def up() -> bool:
+        if not proc.alive():
+            raise AssertionError(proc.log())
+        try:
+            return c.api.get("/readyz")[0] == 200
+        except OSError:
+            return False
+
+    wait_for(up, timeout=30, what="ksched serve over TLS")
+
+
+def test_the_loader_reads_the_service_account(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.config import incluster_config as ic
+
+    monkeypatch.setattr(ic, "SERVICE_TOKEN_FILENAME", str(cluster.sa / "token"))
+    monkeypatch.setattr(ic, "SERVICE_CERT_FILENAME", str(cluster.sa / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(cluster.port))
+    assert rest._in_cluster()
+    cfg = load_client_configuration()
+    assert cfg.host == f"https://127.0.0.1:{cluster.port}" and cfg.ssl_ca_cert == str(cluster.sa / "ca.crt")
+    client = RestClient(cfg)
+    items, _ = client.list("Namespace")
+    assert "kube-system" in {n.name for n in items}
+    # A kubeconfig given wins over the pod's identity.
+    assert load_client_configuration(str(cluster.tmp / "admin.kubeconfig")).ssl_ca_cert != str(cluster.sa / "ca.crt")
+    # Not in a pod: no service host, or no token mounted.
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert not rest._in_cluster()
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setattr(ic, "SERVICE_TOKEN_FILENAME", str(cluster.sa / "missing"))
+    assert not rest._in_cluster()
+
+
+def test_a_wrong_token_is_refused(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.config import incluster_config as ic
+
+    (tmp_path / "token").write_text("not-the-token")
+    monkeypatch.setattr(ic, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
+    monkeypatch.setattr(ic, "SERVICE_CERT_FILENAME", str(cluster.sa / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(cluster.port))
+    with pytest.raises(Unauthorized):
+        RestClient().list("Pod")
+
+
+def test_ksched_run_in_a_pod(cluster: Cluster) -> None:
+    c = cluster
+    assert c.api.post("/api/v1/nodes", node("n1"))[0] == 201
+    port = free_port()
+    run = c.start("run", c.in_pod("run", "--bind-address", "127.0.0.1", "--secure-port", str(port), "--id", "pod-1"))
+    run.wait_log("ksched scheduling pods of default-scheduler on https://127.0.0.1:")
+    assert c.api.post("/api/v1/namespaces/default/pods", pod("in-cluster"))[0] == 201
+
+    def bound() -> Any:
+        st, _, body = c.api.get("/api/v1/namespaces/default/pods/in-cluster")
+        return st == 200 and body["spec"].get("nodeName")
+
+    assert wait_for(bound, timeout=30, what="the pod bound") == "n1"
+    st, _, lease = c.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
+    assert st == 200 and lease["spec"]["holderIdentity"] == "pod-1"
+    unverified = ssl.create_default_context()
+    unverified.check_hostname = False
+    unverified.verify_mode = ssl.CERT_NONE
+    h = Http("127.0.0.1", port, ssl_context=unverified)
+    wait_for(lambda: h.get("/readyz")[0] == 200, timeout=20, what="ready")
+    cz = h.get("/configz")[2]["componentconfig"]
+    assert cz["ClientConnection"]["Kubeconfig"] == ""  # the service account, not a file
+    run.p.send_signal(signal.SIGTERM)
+    assert run.p.wait(20) == 0
+    assert "Traceback" not in run.log()
+
+
+def test_no_kubeconfig_outside_a_pod_is_an_error(cluster: Cluster) -> None:
+    env = dict(cluster.env)
+    del env["KUBERNETES_SERVICE_HOST"]
+    cp = subprocess.run(ksched_cmd("run", "--secure-port", "0"), capture_output=True, text=True, env=env,
+                        cwd=cluster.tmp, timeout=60)
+    assert cp.returncode == 1 and "error: cannot configure a client" in cp.stderr
+    assert "ksched scheduling" not in cp.stdout
+
