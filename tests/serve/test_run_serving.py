@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,10 +192,63 @@ def test_serving_certificates(env: Env, tmp_path: Path) -> None:
         200, "[+]ping ok\nhealthz check passed\n")
     p.stop()
     # Half a pair, and a port that is taken, are refused.
-    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(e.kubeconfig), "--tls-cert-file", str(crt)),
-                        capture_output=True, text=True, env=e.env, cwd=e.tmp, timeout=30)
-    assert cp.returncode == 2 and "--tls-cert-file and --tls-private-key-file go together" in cp.stderr
-    cp = subprocess.run(ksched_cmd("run", "--kubeconfig", str(e.kubeconfig), "--bind-address", "127.0.0.1",
-                                   "--secure-port", str(e.port)),
-                        capture_output=True, text=True, env=e.env, cwd=e.tmp, timeout=30)
-    assert cp.returncode == 1 and "failed to start secure server" in cp.stderr
+    assert _run_in_process("--kubeconfig", str(e.kubeconfig), "--tls-cert-file", str(crt)) == (
+        2, "error: --tls-cert-file and --tls-private-key-file go together")
+    code, err = _run_in_process("--kubeconfig", str(e.kubeconfig), "--bind-address", "127.0.0.1",
+                                "--secure-port", str(e.port))
+    assert code == 1 and err.startswith(f"error: failed to start secure server on 127.0.0.1:{e.port}")
+
+
+def _run_in_process(*args: str) -> tuple[int, str]:
+    """``ksched run ARGS`` in this process (for the cases that end before it starts anything):
+    exit code and the last line on stderr."""
+    import contextlib
+    import io
+
+    from ksched.cli import run
+    from ksched.cli.main import build_parser
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = run.run(build_parser().parse_args(["run", *args]))
+    return code, err.getvalue().strip().splitlines()[-1]
+
+def test_dispatcher_and_instance_endpoints(env: Env) -> None:
+    """The multi-scheduler layout is probed the same way: an instance's /readyz waits for its
+    handlers; two dispatchers elect on kube-system/ksched-dispatcher, the standby is ready, and
+    the leader hands over at once on SIGTERM."""
+    e = env
+    iport = free_port()
+    inst = e.start("inst", "run", "--kubeconfig", str(e.kubeconfig), "--dispatch", "--instance", "sched-0",
+                   "--bind-address", "127.0.0.1", "--secure-port", str(iport))
+    inst.wait_log("ksched instance sched-0")
+    hi = Http("127.0.0.1", iport, ssl_context=_unverified())
+    wait_for(lambda: _text(hi, "/readyz")[0] == 200, timeout=20, what="the instance ready")
+    assert _text(hi, "/readyz?verbose")[1] == "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n"
+    assert _text(hi, "/healthz?verbose")[1] == "[+]ping ok\nhealthz check passed\n"
+    assert "ksched_binding_conflicts_total" in hi.get("/metrics")[2]
+    disp: list[tuple[Proc, Http]] = []
+    for name in ("disp-a", "disp-b"):
+        port = free_port()
+        p = e.start(name, "dispatch", "--kubeconfig", str(e.kubeconfig), "--leader-elect", "--id", name,
+                    "--bind-address", "127.0.0.1", "--secure-port", str(port))
+        p.wait_log("ksched dispatcher for default-scheduler")
+        disp.append((p, Http("127.0.0.1", port, ssl_context=_unverified())))
+        if name == "disp-a":
+            wait_for(lambda: e.holder("ksched-dispatcher") == "disp-a", timeout=20, what="disp-a leading")
+    for _, h in disp:
+        wait_for(lambda h=h: _text(h, "/readyz")[0] == 200, timeout=20, what="a dispatcher ready")
+        assert _text(h, "/healthz?verbose")[1] == "[+]leaderElection ok\nhealthz check passed\n"
+        assert _text(h, "/configz")[0] == 404
+    assert 'leader_election_master_status{name="ksched-dispatcher"} 0.0' in disp[1][1].get("/metrics")[2]
+    assert e.api.post(PODS, pod("dispatched"))[0] == 201
+    wait_for(lambda: _bound(e, "dispatched"), timeout=30, what="the pod dispatched to sched-0 and bound")
+    body = e.api.get(f"{PODS}/dispatched")[2]
+    assert body["metadata"]["annotations"]["ksched.io/instance"] == "sched-0"
+    a = disp[0][0]
+    a.p.send_signal(signal.SIGTERM)
+    assert a.p.wait(20) == 0
+    wait_for(lambda: e.holder("ksched-dispatcher") == "disp-b", timeout=8, what="disp-b taking over at once")
+    for p in (disp[1][0], inst):
+        p.p.send_signal(signal.SIGTERM)
+        assert p.p.wait(20) == 0
