@@ -77,7 +77,7 @@ def wait_http_ready_tls(c: Cluster, proc: Proc) -> None:
         except OSError:
             return False
 
-    wait_for(up, timeout=30, what="ksched serve over TLS")
+    wait_for(up, timeout=60, what="ksched serve over TLS")
 
 
 def test_the_loader_reads_the_service_account(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,25 +120,25 @@ def test_ksched_run_in_a_pod(cluster: Cluster) -> None:
     assert c.api.post("/api/v1/nodes", node("n1"))[0] == 201
     port = free_port()
     run = c.start("run", c.in_pod("run", "--bind-address", "127.0.0.1", "--secure-port", str(port), "--id", "pod-1"))
-    run.wait_log("ksched scheduling pods of default-scheduler on https://127.0.0.1:")
+    run.wait_log("ksched scheduling pods of default-scheduler on https://127.0.0.1:", timeout=60)
     assert c.api.post("/api/v1/namespaces/default/pods", pod("in-cluster"))[0] == 201
 
     def bound() -> Any:
         st, _, body = c.api.get("/api/v1/namespaces/default/pods/in-cluster")
         return st == 200 and body["spec"].get("nodeName")
 
-    assert wait_for(bound, timeout=30, what="the pod bound") == "n1"
+    assert wait_for(bound, timeout=60, what="the pod bound") == "n1"
     st, _, lease = c.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
     assert st == 200 and lease["spec"]["holderIdentity"] == "pod-1"
     unverified = ssl.create_default_context()
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
     h = Http("127.0.0.1", port, ssl_context=unverified)
-    wait_for(lambda: h.get("/readyz")[0] == 200, timeout=20, what="ready")
+    wait_for(lambda: h.get("/readyz")[0] == 200, timeout=60, what="ready")
     cz = h.get("/configz")[2]["componentconfig"]
     assert cz["ClientConnection"]["Kubeconfig"] == ""  # the service account, not a file
     run.p.send_signal(signal.SIGTERM)
-    assert run.p.wait(20) == 0
+    assert run.p.wait(60) == 0
     assert "Traceback" not in run.log()
 
 

@@ -239,6 +239,10 @@ def _run_instance(args: argparse.Namespace) -> int:
     if labels is None:
         return EXIT_INVALID_INPUT
     config = load_config(args.config) or default_configuration()
+    if args.parent_pid is None and any(p.scheduler_name == "default-scheduler" for p in config.profiles):
+        # (Children of serve/bench --schedulers run on an API server without kube-scheduler.)
+        print("warning: an instance schedules default-scheduler pods without leader election: make sure no "
+              "kube-scheduler runs (it would race the instances for the same pods)", file=sys.stderr)
     ctx, code = _serving_context(args)
     if code:
         return code
