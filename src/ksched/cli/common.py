@@ -81,7 +81,7 @@ def leader_election_parent(*, default_elect: str, default_name: str) -> argparse
     g.add_argument("--leader-elect-resource-name", metavar="NAME", help=f"the Lease's name (default {default_name})")
     g.add_argument("--leader-elect-resource-namespace", metavar="NAMESPACE",
                    help="the Lease's namespace (default kube-system)")
-    g.add_argument("--id", help="identity in leader election (default: hostname_pid)")
+    g.add_argument("--id", help="identity in leader election (default: hostname_<random UUID>, as upstream)")
     return p
 
 
@@ -195,11 +195,13 @@ def rest_client(args: argparse.Namespace, kubeconfig: str | None = None) -> Any:
 
 
 def leader_identity(given: str | None) -> str:
-    """The leader-election identity: ``--id`` when given, else hostname_pid."""
-    import os
+    """The leader-election identity: ``--id`` when given, else hostname_<UUID> as kube-scheduler
+    makes it (a container restarted in the same pod has the same hostname and pid, never the
+    same UUID)."""
     import socket
+    import uuid
 
-    return given or f"{socket.gethostname()}_{os.getpid()}"
+    return given or f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 def report_crash() -> int:
