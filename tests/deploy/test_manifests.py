@@ -295,15 +295,16 @@ UNEXERCISED = {
     ("", "namespaces", "get"): "as above",
     ("", "persistentvolumes", "patch"): "system:volume-scheduler grants patch with update; ksched updates",
     ("", "persistentvolumeclaims", "patch"): "as above",
-    ("", "services", "get"): "PodTopologySpread's default constraints select pods by their Service",
-    ("", "services", "list"): "as above", ("", "services", "watch"): "as above",
-    ("", "replicationcontrollers", "get"): "... or ReplicationController", ("", "replicationcontrollers", "list"):
-    "as above", ("", "replicationcontrollers", "watch"): "as above",
-    ("apps", "replicasets", "get"): "... or ReplicaSet", ("apps", "replicasets", "list"): "as above",
-    ("apps", "replicasets", "watch"): "as above", ("extensions", "replicasets", "get"): "as upstream",
+    ("", "services", "get"): "PodTopologySpread's default constraints select pods by their Service (listed)",
+    ("", "replicationcontrollers", "get"): "... or controller (listed where the API server serves the kind)",
+    ("apps", "replicasets", "get"): "as above", ("apps", "statefulsets", "get"): "as above",
+    ("extensions", "replicasets", "get"): "as upstream",
     ("extensions", "replicasets", "list"): "as upstream", ("extensions", "replicasets", "watch"): "as upstream",
-    ("apps", "statefulsets", "get"): "... or StatefulSet", ("apps", "statefulsets", "list"): "as above",
-    ("apps", "statefulsets", "watch"): "as above",
+    # The default selector's controller kinds are listed and watched once ksched serves them.
+    **{(group, res, verb): "PodTopologySpread lists this controller kind only where it is served"
+       for group, res, kind in (("", "replicationcontrollers", "ReplicationController"),
+                                ("apps", "replicasets", "ReplicaSet"), ("apps", "statefulsets", "StatefulSet"))
+       if kind not in KINDS for verb in ("list", "watch")},
     ("policy", "poddisruptionbudgets", "get"): "read access as get/list/watch",
     ("storage.k8s.io", "storageclasses", "get"): "as above",
     ("storage.k8s.io", "csinodes", "get"): "as above",
