@@ -2,11 +2,14 @@
 server through the pod's service account (KUBERNETES_SERVICE_HOST/PORT, the token and the CA
 mounted in the service-account directory), as client-go's InClusterConfig. Here the
 "cluster" is ``ksched serve`` with TLS and a bearer token, and the directory is the test's
-(the official client's loader paths are pointed at it; nothing is written to /var/run)."""
+(the official client's loader paths are pointed at it; nothing is written to /var/run). Last,
+deploy/scheduler applied with kubectl and its Deployment's replicas run as its pods would."""
 
 from __future__ import annotations
 
+import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -15,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_helpers import Http, Proc, free_port, ksched_cmd, node, pod, subprocess_env, wait_for
+import yaml
+from serve_helpers import REPO, Http, Proc, free_port, ksched_cmd, node, pod, subprocess_env, wait_for
 
 from ksched.api.errors import Unauthorized
 from ksched.apiserver.tls import make_self_signed
@@ -66,6 +70,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         for p in reversed(c.procs):
             p.stop()
+
+
+def _unverified() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def wait_http_ready_tls(c: Cluster, proc: Proc) -> None:
@@ -130,10 +141,7 @@ def test_ksched_run_in_a_pod(cluster: Cluster) -> None:
     assert wait_for(bound, timeout=60, what="the pod bound") == "n1"
     st, _, lease = c.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
     assert st == 200 and lease["spec"]["holderIdentity"] == "pod-1"
-    unverified = ssl.create_default_context()
-    unverified.check_hostname = False
-    unverified.verify_mode = ssl.CERT_NONE
-    h = Http("127.0.0.1", port, ssl_context=unverified)
+    h = Http("127.0.0.1", port, ssl_context=_unverified())
     wait_for(lambda: h.get("/readyz")[0] == 200, timeout=60, what="ready")
     cz = h.get("/configz")[2]["componentconfig"]
     assert cz["ClientConnection"]["Kubeconfig"] == ""  # the service account, not a file
@@ -150,3 +158,71 @@ def test_no_kubeconfig_outside_a_pod_is_an_error(cluster: Cluster) -> None:
     assert cp.returncode == 1 and "error: cannot configure a client" in cp.stderr
     assert "ksched scheduling" not in cp.stdout
 
+
+
+def test_the_scheduler_deployment_runs_in_pods(cluster: Cluster) -> None:
+    """deploy/scheduler applied with kubectl, then its Deployment's two replicas as its pods would
+    run them: the container's arguments, the ConfigMap's configuration as the API server stored
+    it at the mount path, the service account. One leads on kube-system/ksched and binds the pods
+    that choose ksched; both answer the manifest's probes."""
+    c = cluster
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    docs = [d for f in sorted((REPO / "deploy" / "scheduler").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())
+            if d]
+    env = {**c.env, "KUBECONFIG": str(c.tmp / "admin.kubeconfig")}
+    env.pop("KUBERNETES_SERVICE_HOST")
+    served = [d for d in docs if d["kind"] != "Deployment"]  # apps/v1 is not served by ksched serve yet
+    cp = subprocess.run([kubectl, "apply", "-f", "-"], input=yaml.safe_dump_all(served), env=env, capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    st, _, cm = c.api.get("/api/v1/namespaces/kube-system/configmaps/ksched-config")
+    assert st == 200
+    mount = c.tmp / "etc-ksched"
+    mount.mkdir()
+    for key, text in cm["data"].items():
+        (mount / key).write_text(text)
+    (deployment,) = (d for d in docs if d["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (config_mount,) = (m for m in container["volumeMounts"] if m["name"] == "config")
+    probes = {p: container[p]["httpGet"] for p in ("startupProbe", "livenessProbe", "readinessProbe")}
+    assert {h["port"] for h in probes.values()} == {10259} and {h["scheme"] for h in probes.values()} == {"HTTPS"}
+
+    replicas: list[tuple[Proc, Http]] = []
+    for i in range(deployment["spec"]["replicas"]):
+        port = free_port()
+        args = [a.replace(config_mount["mountPath"], str(mount)) for a in container["args"]]
+        # Each replica on its own loopback port instead of 0.0.0.0:10259 in its own pod.
+        args = [{"--bind-address=0.0.0.0": "--bind-address=127.0.0.1",
+                 "--secure-port=10259": f"--secure-port={port}"}.get(a, a) for a in args]
+        assert str(port) in " ".join(args) and str(mount) in " ".join(args)
+        replicas.append((c.start(f"replica-{i}", c.in_pod(*args)), Http("127.0.0.1", port, ssl_context=_unverified())))
+    try:
+        for proc, _ in replicas:
+            proc.wait_log("ksched scheduling pods of ksched on https://127.0.0.1:", timeout=90)
+
+        def holder() -> str:
+            st, _, lease = c.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ksched")
+            return str(st == 200 and (lease["spec"].get("holderIdentity") or ""))
+
+        leader = wait_for(holder, timeout=90, what="a leader on kube-system/ksched")
+        assert leader.startswith(socket.gethostname() + "_")
+        assert c.api.post("/api/v1/nodes", node("deployed-n1"))[0] in (201, 409)
+        assert c.api.post("/api/v1/namespaces/default/pods", pod("chooses-ksched", schedulerName="ksched"))[0] == 201
+
+        def bound() -> Any:
+            st, _, body = c.api.get("/api/v1/namespaces/default/pods/chooses-ksched")
+            return st == 200 and body["spec"].get("nodeName")
+
+        assert wait_for(bound, timeout=90, what="the pod bound")
+        for _, h in replicas:
+            for probe in probes.values():
+                wait_for(lambda h=h, path=probe["path"]: h.get(path)[0] == 200, timeout=60, what=probe["path"])
+    finally:
+        for proc, _ in replicas:
+            if proc.alive():
+                proc.p.send_signal(signal.SIGTERM)
+        for proc, _ in replicas:
+            assert proc.p.wait(60) == 0, proc.log()
+            assert "Traceback" not in proc.log()
