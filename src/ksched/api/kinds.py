@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ksched.api.admissionregistration import ValidatingWebhookConfiguration
 from ksched.api.apiextensions import CustomResourceDefinition
 from ksched.api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from ksched.api.batch import CronJob, Job
@@ -40,6 +41,8 @@ KINDS.update({c.KIND: c for c in (
     Service, EndpointSlice, ConfigMap, Secret, ServiceAccount, LimitRange, ResourceQuota, RuntimeClass, Role,
     ClusterRole, RoleBinding, ClusterRoleBinding, CustomResourceDefinition)})
 KINDS.update({c.KIND: c for c in (Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision)})
+# Stored and served only, so that a deployment's webhook configuration applies (no webhook is called).
+KINDS[ValidatingWebhookConfiguration.KIND] = ValidatingWebhookConfiguration
 KIND_BY_PLURAL: dict[str, type[KubeObject]] = {c.PLURAL: c for c in KINDS.values()}
 
 # Older API versions a manifest may still use for the same kinds.

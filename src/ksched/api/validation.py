@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from ksched.api.apiextensions import validate_crd
 from ksched.api.cron import CronError, load_location, parse_standard
@@ -1484,6 +1485,225 @@ def _controller_revision(v: _V, raw: dict[str, Any]) -> None:
     v.integer(Path("revision"), raw.get("revision"), 0)
 
 
+# ------------------------------------------ admissionregistration.k8s.io/v1 (pkg/apis/admissionregistration/validation)
+# ValidateValidatingWebhookConfiguration as on create; allowed values sorted as upstream lists them.
+
+_WEBHOOK_OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
+_WEBHOOK_SCOPES = ("*", "Cluster", "Namespaced")
+_WEBHOOK_FAILURE_POLICIES = ("Fail", "Ignore")
+_WEBHOOK_MATCH_POLICIES = ("Equivalent", "Exact")
+_WEBHOOK_NO_SIDE_EFFECTS = ("None", "NoneOnDryRun")
+_ADMISSION_REVIEW_VERSIONS = ("v1", "v1beta1")
+_URL_FORM = "; desired format: https://host[/path]"
+
+
+def _strings(v: _V, path: Path, x: Any) -> list[str]:
+    out = []
+    for i, s in enumerate(v.sequence(path, x)):
+        if isinstance(s, str):
+            out.append(s)
+        else:
+            v.invalid(path.index(i), s, "must be a string")
+    return out
+
+
+def _webhook_resources(v: _V, path: Path, resources: list[str]) -> None:
+    if not resources:
+        v.required(path)
+    wildcard_sub: set[str] = set()  # x/*
+    wildcard_res: set[str] = set()  # */x
+    double = single = plain = False
+    for i, rs in enumerate(resources):
+        if rs == "":
+            v.required(path.index(i))
+            continue
+        double = double or rs == "*/*"
+        single = single or rs == "*"
+        res, slash, sub = rs.partition("/")
+        if not slash:
+            plain = rs != "*"
+            continue
+        if res in wildcard_sub:
+            v.invalid(path.index(i), rs, f"if '{res}/*' is present, must not specify {rs}")
+        if sub in wildcard_res:
+            v.invalid(path.index(i), rs, f"if '*/{sub}' is present, must not specify {rs}")
+        if sub == "*":
+            wildcard_sub.add(res)
+        if res == "*":
+            wildcard_res.add(sub)
+    if len(resources) > 1 and double:
+        v.invalid(path, resources, "if '*/*' is present, must not specify other resources")
+    if single and plain:
+        v.invalid(path, resources, "if '*' is present, must not specify other resources without subresources")
+
+
+def _webhook_rule(v: _V, path: Path, rule: Any) -> None:
+    rule = v.mapping(path, rule)
+    ops = _strings(v, path.child("operations"), rule.get("operations"))
+    if not ops:
+        v.required(path.child("operations"))
+    if len(ops) > 1 and "*" in ops:
+        v.invalid(path.child("operations"), ops, "if '*' is present, must not specify other operations")
+    for i, op in enumerate(ops):
+        if op not in _WEBHOOK_OPERATIONS:
+            v.unsupported(path.child("operations").index(i), op, _WEBHOOK_OPERATIONS)
+    versions: list[str] = []
+    for field, what in (("apiGroups", "API groups"), ("apiVersions", "API versions")):
+        vals = _strings(v, path.child(field), rule.get(field))
+        if not vals:
+            v.required(path.child(field))
+        if len(vals) > 1 and "*" in vals:
+            v.invalid(path.child(field), vals, f"if '*' is present, must not specify other {what}")
+        versions = vals
+    for i, ver in enumerate(versions):
+        if ver == "":
+            v.required(path.child("apiVersions").index(i))
+    _webhook_resources(v, path.child("resources"), _strings(v, path.child("resources"), rule.get("resources")))
+    scope = rule.get("scope")
+    if scope is not None and scope not in _WEBHOOK_SCOPES:
+        v.unsupported(path.child("scope"), scope, _WEBHOOK_SCOPES)
+
+
+def _webhook_url(v: _V, path: Path, url: Any) -> None:
+    if not isinstance(url, str):
+        v.invalid(path, url, "must be a string")
+        return
+    try:
+        u = urlsplit(url)
+        host = u.hostname
+    except ValueError as e:
+        v.add(path, f"Required value: url must be a valid URL: {e}{_URL_FORM}", "FieldValueRequired")
+        return
+    if u.scheme != "https":
+        v.invalid(path, u.scheme, "'https' is the only allowed URL scheme" + _URL_FORM)
+    if not u.netloc.rpartition("@")[2] or host is None:
+        v.invalid(path, u.netloc.rpartition("@")[2], "host must be provided" + _URL_FORM)
+    if "@" in u.netloc:
+        v.invalid(path, u.netloc.rpartition("@")[0], "user information is not permitted in the URL")
+    if u.fragment:
+        v.invalid(path, u.fragment, "fragments are not permitted in the URL")
+    if u.query:
+        v.invalid(path, u.query, "query parameters are not permitted in the URL")
+
+
+def _webhook_service(v: _V, path: Path, svc: Any) -> None:
+    svc = v.mapping(path, svc)
+    if not svc.get("name"):
+        v.add(path.child("name"), "Required value: service name is required", "FieldValueRequired")
+    if not svc.get("namespace"):
+        v.add(path.child("namespace"), "Required value: service namespace is required", "FieldValueRequired")
+    port = v.integer(path.child("port"), svc.get("port"))
+    if port is not None and not 1 <= port <= 65535:
+        v.invalid(path.child("port"), port, "port is not valid: must be between 1 and 65535, inclusive")
+    url_path = svc.get("path")
+    if url_path is None or url_path in ("", "/"):
+        return
+    if not isinstance(url_path, str):
+        v.invalid(path.child("path"), url_path, "must be a string")
+        return
+    if url_path == "//":
+        v.invalid(path.child("path"), url_path, "segment[0] may not be empty")
+        return
+    if not url_path.startswith("/"):
+        v.invalid(path.child("path"), url_path, "must start with a '/'")
+    check = url_path[1:]
+    if check.endswith("/"):
+        check = check[:-1]
+    for i, step in enumerate(check.split("/")):
+        if not step:
+            v.invalid(path.child("path"), url_path, f"segment[{i}] may not be empty")
+        elif len(step) > 253 or not _DNS1123_SUBDOMAIN.match(step):
+            v.invalid(path.child("path"), url_path, f"segment[{i}]: a lowercase RFC 1123 subdomain must consist of "
+                                                    "lower case alphanumeric characters, '-' or '.', and must start "
+                                                    "and end with an alphanumeric character")
+
+
+def _validating_webhook(v: _V, path: Path, hook: dict[str, Any]) -> None:
+    name = hook.get("name")
+    if not name:
+        v.required(path.child("name"))
+    elif not isinstance(name, str):
+        v.invalid(path.child("name"), name, "must be a string")
+    elif len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        _name(v, path.child("name"), name, "subdomain")
+    elif len(name.split(".")) < 3:
+        v.invalid(path.child("name"), name, "should be a domain with at least three segments separated by dots")
+    for i, rule in enumerate(v.sequence(path.child("rules"), hook.get("rules"))):
+        _webhook_rule(v, path.child("rules").index(i), rule)
+    for field, allowed in (("failurePolicy", _WEBHOOK_FAILURE_POLICIES), ("matchPolicy", _WEBHOOK_MATCH_POLICIES)):
+        if hook.get(field) is not None and hook[field] not in allowed:
+            v.unsupported(path.child(field), hook[field], allowed)
+    side_effects = hook.get("sideEffects")
+    if side_effects is None:
+        v.add(path.child("sideEffects"), "Required value: must specify one of None, NoneOnDryRun", "FieldValueRequired")
+    elif side_effects not in _WEBHOOK_NO_SIDE_EFFECTS:
+        v.unsupported(path.child("sideEffects"), side_effects, _WEBHOOK_NO_SIDE_EFFECTS)
+    timeout = v.integer(path.child("timeoutSeconds"), hook.get("timeoutSeconds"))
+    if timeout is not None and not 1 <= timeout <= 30:
+        v.invalid(path.child("timeoutSeconds"), timeout, "the timeout value must be between 1 and 30 seconds")
+    _label_selector(v, path.child("namespaceSelector"), hook.get("namespaceSelector"))
+    _label_selector(v, path.child("objectSelector"), hook.get("objectSelector"))
+    cp = path.child("clientConfig")
+    cc = v.mapping(cp, hook.get("clientConfig"))
+    if (cc.get("url") is None) == (cc.get("service") is None):
+        v.add(cp, "Required value: exactly one of url or service is required", "FieldValueRequired")
+    elif cc.get("url") is not None:
+        _webhook_url(v, cp.child("url"), cc["url"])
+    else:
+        _webhook_service(v, cp.child("service"), cc["service"])
+    mp = path.child("matchConditions")
+    conditions = v.sequence(mp, hook.get("matchConditions"))
+    if len(conditions) > 64:
+        v.add(mp, f"Too many: {len(conditions)}: must have at most 64 items", "FieldValueTooMany")
+    seen: set[str] = set()
+    for i, mc in enumerate(conditions):
+        p = mp.index(i)
+        mc = v.mapping(p, mc)
+        cname = mc.get("name")
+        if not cname:
+            v.required(p.child("name"))
+        elif not isinstance(cname, str) or (msg := _qualified_name_errors(cname)):
+            v.invalid(p.child("name"), cname, msg if isinstance(cname, str) and msg else "must be a string")
+        elif cname in seen:
+            v.add(p.child("name"), f'Duplicate value: "{cname}"', "FieldValueDuplicate")
+        else:
+            seen.add(cname)
+        if not mc.get("expression"):
+            v.required(p.child("expression"))
+
+
+def _admission_review_versions(v: _V, path: Path, versions: Any) -> None:
+    vals = _strings(v, path, versions)
+    if not vals:
+        v.add(path, "Required value: must specify one of v1, v1beta1", "FieldValueRequired")
+        return
+    seen: set[str] = set()
+    for i, ver in enumerate(vals):
+        if ver in seen:
+            v.invalid(path.index(i), ver, "duplicate version")
+            continue
+        seen.add(ver)
+        _name(v, path.index(i), ver, "dns1035")
+    if not seen & set(_ADMISSION_REVIEW_VERSIONS):
+        v.invalid(path, vals, "must include at least one of v1, v1beta1")
+
+
+def _validating_webhook_configuration(v: _V, raw: dict[str, Any]) -> None:
+    _metadata(v, raw, False)
+    names: set[str] = set()
+    wp = Path("webhooks")
+    for i, hook in enumerate(v.sequence(wp, raw.get("webhooks"))):
+        p = wp.index(i)
+        hook = v.mapping(p, hook)
+        _validating_webhook(v, p, hook)
+        _admission_review_versions(v, p.child("admissionReviewVersions"), hook.get("admissionReviewVersions"))
+        name = hook.get("name")
+        if isinstance(name, str) and name:
+            if name in names:
+                v.add(p.child("name"), f'Duplicate value: "{name}"', "FieldValueDuplicate")
+            names.add(name)
+
+
 _VALIDATORS: dict[str, Callable[[_V, dict[str, Any]], None]] = {
     "Pod": _pod,
     "Node": _node,
@@ -1518,6 +1738,7 @@ _VALIDATORS.update({
     "RoleBinding": _role_binding,
     "ClusterRoleBinding": _cluster_role_binding,
     "CustomResourceDefinition": _crd,
+    "ValidatingWebhookConfiguration": _validating_webhook_configuration,
 })
 
 

@@ -153,6 +153,7 @@ _MERGE_KEYS = {
     "reservedFor": "uid",
     "schedulingGates": "name",
     "readinessGates": "conditionType",
+    "webhooks": "name",  # ValidatingWebhookConfiguration.webhooks
 }
 # Lists named like one above but holding items of another type: (field of the object holding
 # the list, list field) -> merge key; the item type's name -> merge key (for the OpenAPI documents).

@@ -1,7 +1,8 @@
 """What the registry does per kind on create and update besides validation (upstream's
 ``pkg/registry/<group>/<resource>/strategy.go`` PrepareForCreate/PrepareForUpdate and
 ValidateUpdate, with the API defaulting of ``pkg/apis/<group>/v1/defaults.go``), for the
-Service, Secret, ConfigMap, LimitRange, RuntimeClass and RBAC binding kinds.
+Service, Secret, ConfigMap, LimitRange, RuntimeClass, RBAC binding and ValidatingWebhookConfiguration
+kinds.
 
 Pods keep their defaulting in ``admission.py``; CustomResourceDefinitions are handled by the
 store, which owns the scheme they change.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from ksched.api.admissionregistration import default_validating_webhook_configuration
 from ksched.api.errors import FieldError
 from ksched.api.limitrange import default_limit_range_item
 from ksched.api.meta import KubeObject
@@ -73,6 +75,8 @@ def prepare_for_create(kind: str, raw: dict[str, Any], services: ServiceAllocato
         _secret_string_data(raw)
     elif kind == "LimitRange":
         _default_limit_range(raw)
+    elif kind == "ValidatingWebhookConfiguration":
+        default_validating_webhook_configuration(raw)
     return []
 
 
@@ -87,6 +91,8 @@ def prepare_for_update(kind: str, old: KubeObject, raw: dict[str, Any],
         _secret_string_data(raw)
     elif kind == "LimitRange":
         _default_limit_range(raw)
+    elif kind == "ValidatingWebhookConfiguration":
+        default_validating_webhook_configuration(raw)
     if kind in ("ConfigMap", "Secret") and old.raw.get("immutable") is True:
         if raw.get("immutable") is not True:
             errs.append(FieldError("immutable", "Forbidden: field is immutable when `immutable` is set",

@@ -671,6 +671,10 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     "Role": [_name_col(), _created_at_col()],
     "ClusterRole": [_name_col(), _created_at_col()],
+    "ValidatingWebhookConfiguration": [
+        _name_col(), _c("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this "
+                                               "configuration", lambda o, now: len(o.get("webhooks") or ())),
+        _age_col()],
 }
 for _kind in ("RoleBinding", "ClusterRoleBinding"):
     COLUMNS[_kind] = [
