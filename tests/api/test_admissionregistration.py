@@ -98,6 +98,8 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
       ("webhooks[0].clientConfig.service.namespace", "Required value: service namespace is required"),
       ("webhooks[0].clientConfig.service.port",
        "Invalid value: 70000: port is not valid: must be between 1 and 65535, inclusive")]),
+    ("service name not a string", {"clientConfig": {"service": {"name": 5, "namespace": "n"}}},
+     [("webhooks[0].clientConfig.service.name", "Invalid value: 5: must be a string")]),
     ("service path", {"clientConfig": {"service": {"name": "s", "namespace": "n", "path": "validate//x"}}},
      [("webhooks[0].clientConfig.service.path", 'Invalid value: "validate//x": must start with a \'/\''),
       ("webhooks[0].clientConfig.service.path", 'Invalid value: "validate//x": segment[1] may not be empty')]),

@@ -173,7 +173,7 @@ def test_the_scheduler_deployment_runs_in_pods(cluster: Cluster) -> None:
             if d]
     env = {**c.env, "KUBECONFIG": str(c.tmp / "admin.kubeconfig")}
     env.pop("KUBERNETES_SERVICE_HOST")
-    served = [d for d in docs if d["kind"] != "Deployment"]  # apps/v1 is not served by ksched serve yet
+    served = [d for d in docs if d["kind"] != "Deployment"]  # its replicas are the processes started below
     cp = subprocess.run([kubectl, "apply", "-f", "-"], input=yaml.safe_dump_all(served), env=env, capture_output=True,
                         text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr

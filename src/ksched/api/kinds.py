@@ -36,13 +36,11 @@ KINDS: dict[str, type[KubeObject]] = {
               DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
 }
 # Services and their endpoints, configuration, identities, namespace limits and quotas, runtime
-# classes, RBAC, custom resource definitions.
+# classes, RBAC, custom resource definitions, webhook configurations (stored; no webhook is called).
 KINDS.update({c.KIND: c for c in (
     Service, EndpointSlice, ConfigMap, Secret, ServiceAccount, LimitRange, ResourceQuota, RuntimeClass, Role,
-    ClusterRole, RoleBinding, ClusterRoleBinding, CustomResourceDefinition)})
+    ClusterRole, RoleBinding, ClusterRoleBinding, CustomResourceDefinition, ValidatingWebhookConfiguration)})
 KINDS.update({c.KIND: c for c in (Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision)})
-# Stored and served only, so that a deployment's webhook configuration applies (no webhook is called).
-KINDS[ValidatingWebhookConfiguration.KIND] = ValidatingWebhookConfiguration
 KIND_BY_PLURAL: dict[str, type[KubeObject]] = {c.PLURAL: c for c in KINDS.values()}
 
 # Older API versions a manifest may still use for the same kinds.

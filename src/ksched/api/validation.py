@@ -1588,10 +1588,11 @@ def _webhook_url(v: _V, path: Path, url: Any) -> None:
 
 def _webhook_service(v: _V, path: Path, svc: Any) -> None:
     svc = v.mapping(path, svc)
-    if not svc.get("name"):
-        v.add(path.child("name"), "Required value: service name is required", "FieldValueRequired")
-    if not svc.get("namespace"):
-        v.add(path.child("namespace"), "Required value: service namespace is required", "FieldValueRequired")
+    for field in ("name", "namespace"):
+        if not svc.get(field):
+            v.add(path.child(field), f"Required value: service {field} is required", "FieldValueRequired")
+        elif not isinstance(svc[field], str):
+            v.invalid(path.child(field), svc[field], "must be a string")
     port = v.integer(path.child("port"), svc.get("port"))
     if port is not None and not 1 <= port <= 65535:
         v.invalid(path.child("port"), port, "port is not valid: must be between 1 and 65535, inclusive")
