@@ -313,10 +313,12 @@ UNEXERCISED = {
     ("storage.k8s.io", "csistoragecapacities", "get"): "VolumeBinding's capacity check, as upstream",
     ("storage.k8s.io", "csistoragecapacities", "list"): "as above",
     ("storage.k8s.io", "csistoragecapacities", "watch"): "as above",
+    # The DynamicResources plugin lists and watches classes, claims and slices (used); the rest:
     **{("resource.k8s.io", res, verb): "dynamic resource allocation (the DynamicResources plugin)"
        for res in ("deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices",
                    "resourceclaims/status")
-       for verb in ("get", "list", "watch")},
+       for verb in ("get", "list", "watch")
+       if not (res in ("deviceclasses", "resourceclaims", "resourceslices") and verb in ("list", "watch"))},
     ("resource.k8s.io", "resourceclaims/status", "patch"): "DynamicResources writes the allocation",
     ("resource.k8s.io", "resourceclaims/status", "update"): "as above",
 }

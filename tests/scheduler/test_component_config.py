@@ -125,13 +125,13 @@ def test_configz_renders_the_internal_configuration() -> None:
     assert all(p["Name"] != "ImageLocality" for p in mp["Enabled"])
     # The profile's own args first, then the defaulted ones of enabled plugins, by name.
     names = [pc["Name"] for pc in prof["PluginConfig"]]
-    assert names == ["PodTopologySpread", "DefaultPreemption", "InterPodAffinity", "NodeAffinity",
+    assert names == ["PodTopologySpread", "DefaultPreemption", "DynamicResources", "InterPodAffinity", "NodeAffinity",
                      "NodeResourcesBalancedAllocation", "NodeResourcesFit", "VolumeBinding"]
     pts = prof["PluginConfig"][0]["Args"]
     assert pts == {"DefaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
                    "DefaultingType": "List"}
     dp = prof["PluginConfig"][1]["Args"]
     assert dp == {"MinCandidateNodesPercentage": 10, "MinCandidateNodesAbsolute": 100}
-    fit = prof["PluginConfig"][5]["Args"]
+    fit = prof["PluginConfig"][6]["Args"]
     assert fit["ScoringStrategy"] == {"Type": "LeastAllocated", "Resources": [{"Name": "cpu", "Weight": 1},
                                                                               {"Name": "memory", "Weight": 1}]}
