@@ -26,6 +26,8 @@ def test_every_workload_runs_on_a_tiny_cluster(name: str) -> None:
     assert out["cache_consistent"]
     assert out["p99_attempt_ms"] >= out["p50_attempt_ms"] > 0
     assert out["peak_rss_mib"] > 0
+    assert out["measured_cpu_seconds"] > 0
+    assert out["pods_per_cpu_second"] == pytest.approx(measured / out["measured_cpu_seconds"], rel=0.02)
 
 
 def test_preemption_basic_preempts() -> None:

@@ -16,6 +16,7 @@ def test_restart_on_a_small_cluster() -> None:
     assert out["first_pod_bound_to"] is not None
     assert out["cache_consistent"]
     assert 0 < out["cache_ready_seconds"] <= out["first_decision_seconds"]
+    assert 0 < out["cache_ready_cpu_seconds"] <= out["first_decision_cpu_seconds"]
 
 
 def test_ksched_bench_restart_prints_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,6 +131,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
     if timing is not None:
         timing.reset()
     start = time.perf_counter()
+    cpu_start = time.process_time()
     next_routine = start + routine.interval if routine is not None else float("inf")
     while True:
         progressed = sched.step()
@@ -153,6 +154,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
         if now - start > timeout:
             break
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     store.on_commit.remove(count_bound)
     bound_measured = len(bound_names)
     gc.unfreeze()
@@ -170,6 +172,10 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
         "scheduled_total_during_measure": sched.scheduled - before,
         "routine_pods": routine_created,
         "seconds": round(elapsed, 4),
+        # CPU seconds of this process during the measured phase: on a busy machine a steadier
+        # figure than the wall clock (pods_per_cpu_second = measured pods bound / measured_cpu_seconds).
+        "measured_cpu_seconds": round(cpu, 4),
+        "pods_per_cpu_second": round(bound_measured / cpu, 1) if cpu > 0 else None,
         "pods_per_second": round(bound_measured / elapsed, 1) if elapsed > 0 else None,
         "attempts": len(lat),
         "p50_attempt_ms": round(_percentile(lat, 0.50) * 1000, 3),
