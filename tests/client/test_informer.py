@@ -502,3 +502,47 @@ def test_a_list_delivered_page_by_page_gives_the_deltas_of_one_replace() -> None
             return [(k, [(t, o.key, getattr(o, "resource_version", None)) for t, o in ds]) for k, ds in f.pop_all()]
 
         assert shape(paged) == shape(whole)
+
+
+def test_an_index_built_by_a_reader_while_another_thread_adds_misses_nothing() -> None:
+    """The informer applies deltas in one thread while a controller, in another, asks for an
+    index the first time: the index, built then, still ends up with every object."""
+    import sys
+    import threading
+
+    from ksched.api.pod import Pod
+
+    ix = Indexer({"node": lambda o: [o.node_name] if o.node_name else []})
+    pods = []
+    for i in range(6000):
+        m = mkpod(f"p{i}", ns=f"ns{i % 3}")
+        m["spec"]["nodeName"] = f"n{i % 7}"
+        pods.append(Pod(m))
+    for p in pods[:1000]:
+        ix.upsert(p)
+    started = threading.Event()
+
+    def writer() -> None:
+        started.set()
+        for p in pods[1000:]:
+            ix.upsert(p)
+        for p in pods[:500]:
+            ix.remove(p.key)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often: the build and the adds interleave
+    try:
+        t = threading.Thread(target=writer)
+        t.start()
+        started.wait(5)
+        ix.by_index("node", "n0")  # built while the writer runs
+        ix.by_index("namespace", "ns1")
+        t.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not t.is_alive()
+    held = list(ix.items.values())
+    assert len(held) == 5500
+    for index, fn in (("node", lambda o: o.node_name), ("namespace", lambda o: o.namespace)):
+        for value in {fn(o) for o in held}:
+            assert sorted(o.key for o in ix.by_index(index, value)) == sorted(o.key for o in held if fn(o) == value)

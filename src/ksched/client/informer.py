@@ -148,6 +148,8 @@ class Indexer:
     An index is built the first time it is asked for (``by_index``), from the objects then
     held, and kept current from then on: client-go builds every index on every add, and most
     of them (the scheduler's pods and nodes by namespace) are never read. Results are the same.
+    Changes, lookups and the building of an index hold one lock: an index built by a reader
+    in one thread while the informer applies deltas in another misses no change.
     """
 
     def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
@@ -157,15 +159,18 @@ class Indexer:
             self._indexers.update(indexers)
         # The indices built so far (name -> value -> keys).
         self._indices: dict[str, dict[str, set[str]]] = {}
+        self._lock = threading.Lock()
 
     def has_indexer(self, name: str) -> bool:
         return name in self._indexers
 
     def add_indexer(self, name: str, fn: IndexFunc) -> None:
-        self._indexers[name] = fn
-        self._indices.pop(name, None)  # (re)built on first use
+        with self._lock:
+            self._indexers[name] = fn
+            self._indices.pop(name, None)  # (re)built on first use
 
     def _built(self, name: str) -> dict[str, set[str]]:
+        """The index ``name`` (the caller holds the lock)."""
         idx = self._indices.get(name)
         if idx is None:
             fn = self._indexers[name]  # KeyError for an unknown index, as before
@@ -208,33 +213,36 @@ class Indexer:
 
     def upsert(self, obj: KubeObject) -> KubeObject | None:
         key = obj.key
-        old = self.items.get(key)
-        self.items[key] = obj
-        if not self._indices:
+        with self._lock:
+            old = self.items.get(key)
+            self.items[key] = obj
+            if not self._indices:
+                return old
+            if old is None:
+                self._index(key, obj)
+                return old
+            for name, idx in self._indices.items():
+                fn = self._indexers[name]
+                before, after = fn(old), fn(obj)
+                if before != after:  # usually equal: an update seldom moves an object between index values
+                    self._drop(idx, key, before)
+                    self._put(idx, key, after)
             return old
-        if old is None:
-            self._index(key, obj)
-            return old
-        for name, idx in self._indices.items():
-            fn = self._indexers[name]
-            before, after = fn(old), fn(obj)
-            if before != after:  # usually equal: an update seldom moves an object between index values
-                self._drop(idx, key, before)
-                self._put(idx, key, after)
-        return old
 
     def remove(self, key: str) -> KubeObject | None:
-        old = self.items.pop(key, None)
-        if old is not None and self._indices:
-            self._unindex(key, old)
-        return old
+        with self._lock:
+            old = self.items.pop(key, None)
+            if old is not None and self._indices:
+                self._unindex(key, old)
+            return old
 
     def get(self, key: str) -> KubeObject | None:
         return self.items.get(key)
 
     def by_index(self, name: str, value: str) -> list[KubeObject]:
-        keys = self._built(name).get(value, ())
-        return [self.items[k] for k in keys]
+        with self._lock:
+            keys = self._built(name).get(value, ())
+            return [self.items[k] for k in keys]
 
     def list(self) -> list[KubeObject]:
         return list(self.items.values())
