@@ -26,12 +26,14 @@ from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.manager import CONTROLLERS, ControllerManager, select_controllers
 from ksched.controllers.namespace import NamespaceController
+from ksched.controllers.nodelifecycle import NodeLifecycleController
 from ksched.controllers.podgc import PodGCController
 from ksched.controllers.replicaset import ReplicaSetController
 from ksched.controllers.resourceclaim import ResourceClaimController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.statefulset import StatefulSetController
+from ksched.controllers.tainteviction import TaintEvictionController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
@@ -97,7 +99,8 @@ def count_polls(m: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> list[i
 # Upstream's names of the controllers ksched has, in start order.
 NAMES = ["persistentvolume-binder", "disruption", "garbage-collector", "namespace", "job", "cronjob",
          "ttl-after-finished", "pod-garbage-collector", "replicaset", "deployment", "statefulset", "daemonset",
-         "serviceaccount", "resourcequota", "resourceclaim"]
+         "serviceaccount", "resourcequota", "resourceclaim",
+         "node-lifecycle-controller", "taint-eviction-controller"]
 ALL_BUT_DISRUPTION = [n for n in NAMES if n != "disruption"]
 
 
@@ -133,7 +136,9 @@ def test_the_registry_holds_upstreams_names_in_start_order() -> None:
                                          ("daemonset", DaemonSetsController),
                                          ("serviceaccount", ServiceAccountsController),
                                          ("resourcequota", ResourceQuotaController),
-                                         ("resourceclaim", ResourceClaimController)]
+                                         ("resourceclaim", ResourceClaimController),
+                                         ("node-lifecycle-controller", NodeLifecycleController),
+                                         ("taint-eviction-controller", TaintEvictionController)]
 
 
 @pytest.mark.parametrize("spec", [["nope"], ["-nope"], ["*", "-nope"], ["disruption", "Disruption"]])

@@ -48,6 +48,10 @@ def add_parser(sub: Any) -> None:
                    help="--gpu-replay: the openb pod list (default, cpu050, gpushare40, ...)")
     p.add_argument("--policy", default="FGD", metavar="P[,P...]",
                    help="--gpu-replay: the policies (FGD, BestFit, GpuPacking, GpuClustering, DotProd, Random, FGDPack)")
+    p.add_argument("--node-side", action="store_true",
+                   help="the node-side benchmark instead: 1000 nodes in three zones, 20000 pods with usage profiles "
+                        "and a day-long timeline (zone failure, memory pressure, drain) on the virtual clock "
+                        "(small: 100 nodes, 2000 pods; --nodes/--pods override)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run each workload N times (each in its own process) and report the run with the median "
                         "pods/s, with every run's figure in runs_pods_per_second")
@@ -76,6 +80,20 @@ def run(args: argparse.Namespace) -> int:
         return _gpu_replay(args)
     if args.restart:
         return _restart(args)
+    if getattr(args, "node_side", False):
+        if args.workloads or args.all or args.schedulers or args.remote:
+            print("error: --node-side runs the node-side benchmark alone", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+        from ksched.sim.nodebench import run_node_side
+
+        small = args.size == "small"
+        n_nodes = args.nodes if args.nodes is not None else 100 if small else 1000
+        n_pods = args.pods if args.pods is not None else 2000 if small else 20000
+        if n_nodes < 3 or n_pods < 0:
+            print("error: --node-side needs at least three nodes and no negative pod count", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+        print(json.dumps(run_node_side(n_nodes, n_pods, args.seed)), flush=True)
+        return 0
     names = list(WORKLOADS) if args.all else (args.workloads or ["SchedulingBasic"])
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:

@@ -38,6 +38,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-time", type=float, default=7 * 24 * 3600.0, metavar="SECONDS",
                    help="stop after this much simulated time (default: one week)")
     p.add_argument("--no-kubelet", action="store_true", help="do not simulate kubelets (pods stay Pending)")
+    p.add_argument("--timeline", metavar="FILE",
+                   help="a scenario timeline (kind: Timeline): at given times apply/delete/patch objects, scale, "
+                        "fail or restore nodes and zones, set usage, cordon/drain (see ksched.sim.timeline)")
+    p.add_argument("--kubelet-config", metavar="FILE",
+                   help="KubeletConfiguration (kubelet.config.k8s.io/v1beta1) documents: eviction thresholds, "
+                        "one document per node pool (nodeSelector: labels)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.add_argument("--strict", action="store_true",
                    help="objects of kinds ksched does not know are errors (default: skipped with a warning)")
@@ -68,6 +74,22 @@ def run(args: argparse.Namespace) -> int:
             for msg in e.errors:
                 err.print(f"[red]error[/]: {e.source}: {msg}", highlight=False)
             return EXIT_INVALID_INPUT
+    eviction_configs = None
+    if getattr(args, "kubelet_config", None):
+        from ksched.kubelet.evictionapi import EvictionConfigError, load_kubelet_configs
+        try:
+            eviction_configs = load_kubelet_configs(args.kubelet_config)
+        except EvictionConfigError as e:
+            err.print(f"[red]error[/]: {e}", highlight=False, soft_wrap=True)
+            return EXIT_INVALID_INPUT
+    timeline = None
+    if getattr(args, "timeline", None):
+        from ksched.sim.timeline import TimelineError, load_timeline
+        try:
+            timeline = load_timeline(args.timeline)
+        except TimelineError as e:
+            err.print(f"[red]error[/]: {e}", highlight=False, soft_wrap=True)
+            return EXIT_INVALID_INPUT
     if not args.paths and not args.from_cluster:
         err.print("[red]error[/]: nothing to simulate: give manifest PATHs or --from-cluster", highlight=False)
         return EXIT_INVALID_INPUT
@@ -95,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
                   highlight=False)
     try:
         sim = Simulation(config, seed=args.seed, explain=bool(args.explain), kubelet=not args.no_kubelet,
-                         disable_admission_plugins=[p for p in args.disable_admission_plugins.split(",") if p])
+                         disable_admission_plugins=[p for p in args.disable_admission_plugins.split(",") if p],
+                         eviction_configs=eviction_configs)
     except Exception as e:  # a plugin that cannot be built from the configuration, an unknown admission plugin
         err.print(f"[red]error[/]: {args.config or 'configuration'}: {e}", highlight=False)
         return EXIT_INVALID_INPUT
@@ -129,12 +152,18 @@ def run(args: argparse.Namespace) -> int:
             bound = sum(1 for p in s.store.items("Pod") if getattr(p, "node_name", ""))
             prog_ctx.update(task, completed=bound)  # type: ignore[union-attr]
 
+    if timeline is not None:
+        sim.use_timeline(timeline)
     try:
         result = sim.run(max_seconds=args.max_time, progress=progress)
     finally:
         if prog_ctx is not None:
             prog_ctx.stop()
     report = build_report(sim, result, explain=bool(args.explain) and args.format == "json")
+    if sim.history is not None:
+        report["timeline"] = sim.history.to_dict()
+        for e in sim.timeline.errors:
+            err.print(f"[yellow]warning[/]: {e}", highlight=False, soft_wrap=True)
     if args.format == "json":
         print(json.dumps(report, indent=2, sort_keys=False))
     else:
@@ -143,10 +172,48 @@ def run(args: argparse.Namespace) -> int:
             render_table(Console(), sim, report_ex, args.explain)
         else:
             render_table(Console(), sim, report)
+        if "timeline" in report:
+            _render_timeline(Console(), report["timeline"])
     if args.report:
         path = write_markdown_report(args.report, sim, report)
+        if "timeline" in report:
+            _append_timeline_report(path, report["timeline"])
         err.print(f"report written to {path}", highlight=False)
     return 0
+
+
+def _render_timeline(console: Any, history: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    t = Table(title="Timeline")
+    for col in ("TIME", "BY", "WHAT", "DETAIL"):
+        t.add_column(col)
+    for e in history["events"]:
+        t.add_row(_clock(e["t"]), e["source"], e["what"], e["detail"])
+    console.print(t)
+
+
+def _clock(t: float) -> str:
+    h, rem = divmod(int(t), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h:d}:{m:02d}:{sec:02d}"
+
+
+def _append_timeline_report(path: Any, history: dict[str, Any]) -> None:
+    """The timeline's events and a plot of node memory over time, after the report."""
+    from pathlib import Path
+
+    from ksched.sim.timeline import plot_usage
+
+    p = Path(path)
+    png = p.with_name(p.stem + "-timeline.png")
+    plot_usage(history, str(png))
+    lines = ["", "## Timeline", "", f"![node memory over time]({png.name})", "",
+             "| time | by | what | detail |", "| --- | --- | --- | --- |"]
+    lines += [f"| {_clock(e['t'])} | {e['source']} | {e['what']} | {e['detail'].replace('|', '/')} |"
+              for e in history["events"]]
+    with p.open("a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _from_cluster(args: argparse.Namespace, err: Any) -> list[Any] | None:

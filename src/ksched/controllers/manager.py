@@ -31,12 +31,14 @@ from ksched.controllers.disruption import DisruptionController
 from ksched.controllers.garbagecollector import GarbageCollector
 from ksched.controllers.job import JobController
 from ksched.controllers.namespace import NamespaceController
+from ksched.controllers.nodelifecycle import NodeLifecycleController
 from ksched.controllers.podgc import PodGCController
 from ksched.controllers.replicaset import ReplicaSetController
 from ksched.controllers.resourceclaim import ResourceClaimController
 from ksched.controllers.resourcequota import ResourceQuotaController
 from ksched.controllers.serviceaccount import ServiceAccountsController
 from ksched.controllers.statefulset import StatefulSetController
+from ksched.controllers.tainteviction import TaintEvictionController
 from ksched.controllers.ttlafterfinished import TTLAfterFinishedController
 from ksched.controllers.volume.persistentvolume import PersistentVolumeController
 
@@ -52,6 +54,7 @@ CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (
 CONTROLLERS.update({c.name: c for c in (ReplicaSetController, DeploymentController, StatefulSetController,
                                          DaemonSetsController)})
 CONTROLLERS.update({c.name: c for c in (ServiceAccountsController, ResourceQuotaController, ResourceClaimController)})
+CONTROLLERS.update({c.name: c for c in (NodeLifecycleController, TaintEvictionController)})
 
 
 def select_controllers(spec: Iterable[str]) -> list[str]:

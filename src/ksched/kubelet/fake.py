@@ -11,14 +11,25 @@ a real cluster: preemption victims and deleted pods go away, PodDisruptionBudget
 pods, Jobs see their pods finish, and pods get a ``startTime`` (preemption prefers to keep
 older pods).
 
-Nodes that declare a NUMA layout or kubelet settings (``ksched.kubelet.cm``) run their CPU,
-topology and device managers at admission: a pod they refuse ends ``Failed`` with their reason
-and "Pod was rejected: <message>", as the kubelet's rejectPod; what an admitted pod was given is
-written on it (``ksched.io/cpuset``, ``ksched.io/devices``), and the devices' capacity and
-allocatable on the node's status.
+Before a bound pod starts, its node's admit handlers (``ksched.kubelet.admission``: the eviction
+manager, the CPU, topology and device managers of nodes that declare a NUMA layout or kubelet
+settings (``ksched.kubelet.cm``), the node's fit check) are asked whether it may run there beside
+the pods the node already admitted; what an admitted pod was given is written on it
+(``ksched.io/cpuset``, ``ksched.io/devices``), and the devices' capacity and allocatable on the
+node's status; a refused pod ends
+``Failed`` with the handler's reason and "Pod was rejected: <message>" and a Warning event, as
+the kubelet's ``rejectPod``. A pod bound to a node that does not exist stays Pending (no kubelet
+runs there) until the node appears.
 
-Divergences: one agent acts for every node; resource usage and evictions are not simulated;
-see ``ksched.kubelet.runtime`` for the containers.
+Each node also has the kubelet's node-side duties: heartbeats (a Lease and the Ready condition,
+``ksched.kubelet.nodestatus``), resource usage from ``ksched.io/usage-*`` annotations
+(``ksched.kubelet.usage``) with OOM kills -- a container whose memory goes above its limit exits
+137 ``OOMKilled`` and restarts per the restartPolicy with the same CrashLoopBackOff -- and
+node-pressure eviction (``ksched.kubelet.eviction``, run by ``ksched.kubelet.pressure``). A
+failed node (``fail_node``) does nothing until ``restore_node``: its pods' timers wait.
+
+Divergences: one agent acts for every node; a pod's containers start, exit, are OOM-killed and
+restart together; see ``ksched.kubelet.runtime`` for the containers.
 """
 
 from __future__ import annotations
@@ -31,17 +42,33 @@ from typing import Any
 
 from ksched.api.errors import ApiError, NotFound
 from ksched.api.meta import format_time
+from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.api.resources import qos_class
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
+from ksched.client.record import EventRecorder
 from ksched.kubelet import runtime as rt
+from ksched.kubelet.admission import build_admit_handlers
 from ksched.kubelet.cm.node_managers import NodeManagers
-from ksched.kubelet.lifecycle import PodAdmitResult
+from ksched.kubelet.evictionapi import EvictionConfig
+from ksched.kubelet.lifecycle import (
+    AdmitHandlerFactory,
+    NodeHandle,
+    PodAdmitAttributes,
+    PodAdmitHandlers,
+    PodAdmitResult,
+)
+from ksched.kubelet.nodestatus import NodeHeartbeats
+from ksched.kubelet.pressure import NodePressure
+from ksched.kubelet.usage import USAGE_ANNOTATION, UsageError, first_oom
 
 __all__ = ["FakeKubelet"]
 
 log = logging.getLogger(__name__)
 
-START, EXIT, RESTART, STOP = "start", "exit", "restart", "stop"
+START, EXIT, RESTART, STOP, OOM = "start", "exit", "restart", "stop", "oom"
+OOM_EXIT_CODE = 137
+_NODE_INDEX = "kubelet-node"
 
 
 @dataclass
@@ -54,26 +81,36 @@ class _Run:
     finished: float | None = None  # when the last containers exited
     epoch: int = 0  # bumped on every transition: older timers are stale
     stopping: bool = False
+    admitted: bool = False  # the node's admit handlers let it run
 
 
 class FakeKubelet:
     """One agent for every node (it acts for all of them)."""
 
-    def __init__(self, client: Any, informers: InformerFactory, clock: Any, startup_delay: float = 0.0) -> None:
+    def __init__(self, client: Any, informers: InformerFactory, clock: Any, startup_delay: float = 0.0,
+                 admit_handler_factories: list[AdmitHandlerFactory] | None = None,
+                 record_events: bool = True, eviction_configs: list[EvictionConfig] | None = None) -> None:
         self.client = client
         self.clock = clock
         self.startup_delay = startup_delay
+        self.admit_handler_factories = admit_handler_factories
+        self._admit_handlers: dict[str, PodAdmitHandlers] = {}
+        self.recorder = EventRecorder(client, clock, component="kubelet", enabled=record_events)
+        self.heartbeats = NodeHeartbeats(client, clock)
+        self.pressure = NodePressure(self, eviction_configs)
+        self._deferred: dict[str, list[tuple[str, str, str]]] = {}  # down node -> (action, key, uid)
+        self._bad_usage: set[str] = set()
         self.backoff = rt.CrashLoopBackOff()
         self._timers: list[tuple[float, int, str, str, str, int]] = []  # (due, seq, action, key, uid, epoch)
         self._seq = itertools.count()
         self._runs: dict[str, _Run] = {}
         self.informer = informers.informer("Pod")
+        self.informer.indexer.add_indexer(_NODE_INDEX, lambda p: [p.node_name] if p.node_name else [])
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
         self.node_managers = NodeManagers()
-        informers.informer("Node").add_handler(EventHandler(
-            self.node_managers.on_node, lambda _old, new: self.node_managers.on_node(new),
-            lambda obj: self.node_managers.on_node_deleted(
-                (obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj).name)))
+        self._cm_annotations: dict[str, dict[str, str]] = {}  # pod uid -> what the managers gave it
+        self.nodes = informers.informer("Node")
+        self.nodes.add_handler(EventHandler(self._on_node_add, self._on_node_update, self._on_node_delete))
 
     # ---------------------------------------------------------------- timers
 
@@ -81,7 +118,9 @@ class FakeKubelet:
         heapq.heappush(self._timers, (due, next(self._seq), action, pod.key, pod.uid, run.epoch))
 
     def next_wakeup(self) -> float | None:
-        return self._timers[0][0] if self._timers else None
+        times = [t for t in (self._timers[0][0] if self._timers else None, self.pressure.next_wakeup(),
+                             self.heartbeats.next_wakeup(self.node)) if t is not None]
+        return min(times) if times else None
 
     def _run(self, pod: Pod) -> _Run:
         run = self._runs.get(pod.uid)
@@ -111,17 +150,156 @@ class FakeKubelet:
             self._schedule_stop(new)
         elif not old.node_name and new.phase == "Pending" and new.deletion_timestamp is None:
             self._at(self.clock.now() + self.startup_delay, START, new, self._run(new))
+        elif _usage_annotations(old) != _usage_annotations(new):
+            self._bad_usage.discard(new.uid)
+            self.pressure.kick(new.node_name)
 
     def _on_delete(self, obj: Any) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         self.node_managers.remove_pod(pod)
         self._runs.pop(pod.uid, None)
         self.backoff.forget(pod.uid)
+        self._bad_usage.discard(pod.uid)
+        if pod.node_name:
+            self.pressure.kick(pod.node_name)
+
+    def _on_node_add(self, node: Node) -> None:
+        """A node appears: its kubelet registers (lease, Ready) and the pods already bound to it
+        start now."""
+        self.heartbeats.saw_node(node.name)
+        self.node_managers.on_node(node)
+        for pod in self.informer.indexer.by_index(_NODE_INDEX, node.name):
+            if isinstance(pod, Pod) and pod.phase == "Pending" and pod.deletion_timestamp is None:
+                self._at(self.clock.now() + self.startup_delay, START, pod, self._run(pod))
+        self.pressure.kick(node.name)
+
+    def _on_node_update(self, old: Node, new: Node) -> None:
+        self.node_managers.on_node(new)
+        if _usage_annotations(old) != _usage_annotations(new) or old.capacity != new.capacity:
+            self.pressure.kick(new.name)
+
+    def _on_node_delete(self, obj: Any) -> None:
+        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self._admit_handlers.pop(node.name, None)
+        self.node_managers.on_node_deleted(node.name)
+        self.heartbeats.forget(node.name)
+        self.pressure.forget(node.name)
+        self._deferred.pop(node.name, None)
+
+    # ---------------------------------------------------------------- node failures
+
+    def fail_node(self, name: str) -> None:
+        """The node's kubelet stops: no heartbeats, no status, its pods' containers frozen."""
+        self.heartbeats.fail(name)
+
+    def restore_node(self, name: str) -> None:
+        """The node's kubelet is back: it heartbeats, posts Ready, and carries on with its pods."""
+        node = self.node(name)
+        if name not in self.heartbeats.down or node is None:
+            self.heartbeats.down.discard(name)
+            return
+        self.heartbeats.restore(node)
+        now = self.clock.now()
+        for action, key, uid in self._deferred.pop(name, []):
+            pod = self.informer.get(key)
+            run = self._runs.get(uid)
+            if isinstance(pod, Pod) and run is not None and pod.uid == uid:
+                heapq.heappush(self._timers, (now, next(self._seq), action, key, uid, run.epoch))
+        for p in self.admitted_pods(name):
+            if p.phase == "Running" and p.deletion_timestamp is None and (p.condition("Ready") or {}).get(
+                    "status") != "True":
+                run = self._runs.get(p.uid)
+                if run is not None and run.started is not None and not run.last_state:
+                    self._patch_status(p, {"conditions": rt.pod_conditions(p, now, ready=True)})
+        self.pressure.kick(name)
+
+    def is_down(self, name: str) -> bool:
+        return name in self.heartbeats.down
+
+    # ---------------------------------------------------------------- usage
+
+    def since_start(self, pod: Pod) -> float | None:
+        """Seconds since the pod's containers (re)started; None when they are not running."""
+        run = self._runs.get(pod.uid)
+        if run is None or run.started is None or run.stopping or pod.is_terminal:
+            return None
+        if run.finished is not None and run.finished >= run.started:
+            return None  # exited, waiting to restart
+        return self.clock.now() - run.started
+
+    def bad_usage(self, pod: Pod, err: Exception) -> None:
+        """A usage annotation that does not parse: a Warning event once, the pod counts no usage."""
+        if pod.uid in self._bad_usage:
+            return
+        self._bad_usage.add(pod.uid)
+        log.warning("kubelet: %s", err)
+        self.recorder.event(pod, "Warning", "InvalidUsage", "", str(err))
+
+    def evict(self, pod: Pod, message: str, now: float) -> None:
+        """The eviction manager's kill: Failed, reason Evicted, DisruptionTarget (TerminationByKubelet)."""
+        run = self._runs.get(pod.uid)
+        self.recorder.event(pod, "Warning", "Evicted", "", message)
+        conds = [c for c in rt.pod_conditions(pod, now, ready=False, reason="PodFailed")
+                 if c.get("type") != "DisruptionTarget"]
+        conds.append({"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                      "message": message, "lastProbeTime": None, "lastTransitionTime": format_time(now)})
+        status: dict[str, Any] = {"phase": "Failed", "reason": "Evicted", "message": message, "conditions": conds}
+        if run is not None:
+            run.epoch += 1
+            if run.started is not None:
+                status["containerStatuses"] = [
+                    rt.container_status(pod, c, rt.terminated(pod, c.name, run.restarts, rt.SIGKILL_EXIT_CODE,
+                                                              run.started, now), run.restarts,
+                                        (run.last_state or {}).get(c.name)) for c in pod.containers]
+        try:
+            self._patch_status(pod, status)
+        except ApiError as e:
+            log.debug("kubelet: evicting %s: %s", pod.key, e)
+
+    # ---------------------------------------------------------------- admission
+
+    def node(self, name: str) -> Node | None:
+        n = self.nodes.get(name)
+        return n if isinstance(n, Node) else None
+
+    def admit_handlers(self, node_name: str) -> PodAdmitHandlers:
+        """The node's admit handlers, built once from the factories."""
+        chain = self._admit_handlers.get(node_name)
+        if chain is None:
+            handle = NodeHandle(node_name, lambda: self.node(node_name), self.clock, self)
+            chain = self._admit_handlers[node_name] = build_admit_handlers(handle, self.admit_handler_factories)
+        return chain
+
+    def admitted_pods(self, node_name: str, but: str = "") -> list[Pod]:
+        """The pods the node runs: admitted (or found running) and not terminated."""
+        out = []
+        for p in self.informer.indexer.by_index(_NODE_INDEX, node_name):
+            if not isinstance(p, Pod) or p.uid == but or p.is_terminal:
+                continue
+            run = self._runs.get(p.uid)
+            if p.phase != "Pending" or (run is not None and run.admitted):
+                out.append(p)
+        return out
+
+    def container_manager_admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
+        """The node's CPU, topology and device managers (``ksched.kubelet.cm``); what they give an
+        admitted pod is written on it once every handler has admitted it."""
+        result, annotations = self.node_managers.admit(attrs.pod)
+        if result.admit and annotations:
+            self._cm_annotations[attrs.pod.uid] = annotations
+        return result
+
+    def _reject(self, pod: Pod, reason: str, message: str) -> None:
+        """rejectPod: a Warning event, and the pod Failed with the reason (no containers run)."""
+        self.recorder.event(pod, "Warning", reason, "Admit", message)
+        self._patch_status(pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}",
+                                 "qosClass": qos_class(pod)})
 
     def _adopt_running(self, pod: Pod) -> None:
         """A pod found Running (an agent started on a persisted cluster): its containers started
         at the pod's startTime."""
         run = self._run(pod)
+        run.admitted = True
         if run.started is not None:
             return
         run.started = pod.start_time if pod.start_time is not None else self.clock.now()
@@ -133,6 +311,14 @@ class FakeKubelet:
         secs = rt.run_seconds(pod)
         if secs is not None and run.started is not None:
             self._at(max(self.clock.now(), run.started + secs), EXIT, pod, run)
+        if run.started is not None:
+            try:
+                oom = first_oom(pod, 0.0)
+            except UsageError as e:
+                self.bad_usage(pod, e)
+                oom = None
+            if oom is not None and (secs is None or oom[0] < secs):
+                self._at(max(self.clock.now(), run.started + oom[0]), OOM, pod, run)
 
     def _schedule_stop(self, pod: Pod) -> None:
         run = self._run(pod)
@@ -143,11 +329,15 @@ class FakeKubelet:
 
     # ---------------------------------------------------------------- step
 
+    def heartbeat(self) -> int:
+        """Register new nodes and renew the live nodes' leases that are due."""
+        return self.heartbeats.register_pending(self.node) + self.heartbeats.renew()
+
     def step(self) -> int:
-        """Carry out every container start, exit, restart and stop whose time has come.
-        Returns how many pods changed."""
+        """Heartbeats, then every container start, exit, OOM kill, restart and stop whose time
+        has come, then the eviction managers' passes. Returns how many things changed."""
         now = self.clock.now()
-        n = 0
+        n = self.heartbeat()
         for name, patch in self.node_managers.node_status_patches():
             try:
                 self.client.patch("Node", "", name, patch, "application/merge-patch+json", "status")
@@ -160,6 +350,9 @@ class FakeKubelet:
             run = self._runs.get(uid)
             if not isinstance(pod, Pod) or pod.uid != uid or run is None or run.epoch != epoch:
                 continue
+            if pod.node_name in self.heartbeats.down:
+                self._deferred.setdefault(pod.node_name, []).append((action, key, uid))
+                continue
             try:
                 if getattr(self, f"_{action}")(pod, run, now):
                     n += 1
@@ -167,7 +360,7 @@ class FakeKubelet:
                 pass
             except ApiError as e:
                 log.debug("kubelet: %s of %s failed: %s", action, key, e)
-        return n
+        return n + self.pressure.step()
 
     def _patch_status(self, pod: Pod, status: dict[str, Any]) -> None:
         self.client.patch("Pod", pod.namespace, pod.name, {"status": status}, "application/merge-patch+json",
@@ -176,14 +369,23 @@ class FakeKubelet:
     def _start(self, pod: Pod, run: _Run, now: float) -> bool:
         if not pod.node_name or pod.phase != "Pending" or pod.deletion_timestamp is not None:
             return False
-        admitted, annotations = self.node_managers.admit(pod)
-        if not admitted.admit:
-            self._reject(pod, run, admitted)
-            return True
-        if annotations:
-            self.client.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": annotations}},
-                              "application/merge-patch+json")
+        if self.node(pod.node_name) is None:
+            return False  # no kubelet there: it starts if the node appears
+        if not run.admitted:
+            result = self.admit_handlers(pod.node_name).admit(
+                PodAdmitAttributes(pod, tuple(self.admitted_pods(pod.node_name, but=pod.uid))))
+            annotations = self._cm_annotations.pop(pod.uid, None)
+            if not result.admit:
+                self.node_managers.remove_pod(pod)  # a later handler refused: what it was given is free
+                run.epoch += 1
+                self._reject(pod, result.reason, result.message)
+                return True
+            run.admitted = True
+            if annotations:
+                self.client.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": annotations}},
+                                  "application/merge-patch+json")
         run.started = now
+        run.finished = None
         run.epoch += 1
         status: dict[str, Any] = {
             "phase": "Running", "startTime": format_time(now),
@@ -194,22 +396,25 @@ class FakeKubelet:
             status["initContainerStatuses"] = rt.init_container_statuses(pod, now)
         self._patch_status(pod, status)
         self._schedule_exit(pod, run)
+        self.pressure.kick(pod.node_name)
         return True
 
-    def _reject(self, pod: Pod, run: _Run, result: PodAdmitResult) -> None:
-        """The node refused the pod (upstream's rejectPod)."""
-        run.epoch += 1
-        self._patch_status(pod, {"phase": "Failed", "reason": result.reason,
-                                 "message": f"Pod was rejected: {result.message}"})
-
     def _exit(self, pod: Pod, run: _Run, now: float) -> bool:
+        return self._containers_exit(pod, run, now, rt.exit_code(pod))
+
+    def _oom(self, pod: Pod, run: _Run, now: float) -> bool:
+        """A container's memory went above its limit: the runtime kills it (137, OOMKilled)."""
+        return self._containers_exit(pod, run, now, OOM_EXIT_CODE, "OOMKilled")
+
+    def _containers_exit(self, pod: Pod, run: _Run, now: float, code: int, reason: str | None = None) -> bool:
         """The containers exit: the pod is done, or they restart (now, or after their back-off)."""
         if pod.deletion_timestamp is not None or pod.is_terminal:
             return False
-        code = rt.exit_code(pod)
         run.epoch += 1
         run.finished = now
-        last = {c.name: rt.terminated(pod, c.name, run.restarts, code, run.started, now) for c in pod.containers}
+        last = {c.name: rt.terminated(pod, c.name, run.restarts, code, run.started, now, reason)
+                for c in pod.containers}
+        self.pressure.kick(pod.node_name)
         if not rt.should_restart(rt.restart_policy(pod), code):
             self._finish(pod, run, now, code, last)
             return True
@@ -241,12 +446,14 @@ class FakeKubelet:
     def _restart_now(self, pod: Pod, run: _Run, now: float) -> None:
         run.restarts += 1
         run.started = now
+        run.finished = None
         last = run.last_state or {}
         self._patch_status(pod, {
             "conditions": rt.pod_conditions(pod, now, ready=True),
             "containerStatuses": [rt.container_status(pod, c, rt.running(now), run.restarts, last.get(c.name),
                                                       ready=True) for c in pod.containers]})
         self._schedule_exit(pod, run)
+        self.pressure.kick(pod.node_name)
 
     def _finish(self, pod: Pod, run: _Run, now: float, code: int, states: dict[str, dict[str, Any]]) -> None:
         """All containers exited for good: the pod is Succeeded (all exit 0) or Failed."""
@@ -279,3 +486,7 @@ class FakeKubelet:
         run.epoch += 1
         self.client.delete("Pod", pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
         return True
+
+
+def _usage_annotations(obj: Any) -> dict[str, str]:
+    return {k: v for k, v in obj.annotations.items() if k.startswith(USAGE_ANNOTATION)}

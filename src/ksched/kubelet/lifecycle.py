@@ -8,18 +8,25 @@ Handlers are plain objects with an ``admit`` method; the node's resource fit che
 manager, CPU/topology/device managers each provide one. ``PodAdmitHandlers`` runs them in
 registration order, as upstream's ``handlers.go`` loop does.
 
+Each simulated node builds its chain from ``ksched.kubelet.admission.ADMIT_HANDLER_FACTORIES``:
+a factory takes the node's :class:`NodeHandle` (its name, a getter for its current Node object,
+the clock, the kubelet) and returns that node's handler, or None when it has none to offer.
+
 Divergences: upstream passes the handlers' results through the kubelet's status manager and
 event recorder; here the caller writes the pod's status and events from the result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from ksched.api.node import Node
 from ksched.api.pod import Pod
 
-__all__ = ["PodAdmitAttributes", "PodAdmitHandler", "PodAdmitHandlers", "PodAdmitResult"]
+__all__ = ["AdmitHandlerFactory", "NodeHandle", "PodAdmitAttributes", "PodAdmitHandler", "PodAdmitHandlers",
+           "PodAdmitResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,3 +70,17 @@ class PodAdmitHandlers:
             if not result.admit:
                 return result
         return ADMITTED
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHandle:
+    """What a handler factory knows of the node it builds a handler for: ``get_node()`` is the
+    node as the kubelet currently sees it (None when it is gone)."""
+
+    name: str
+    get_node: Callable[[], Node | None]
+    clock: Any = None
+    kubelet: Any = None
+
+
+AdmitHandlerFactory = Callable[[NodeHandle], PodAdmitHandler | None]

@@ -13,6 +13,7 @@ from ksched.api.meta import KubeObject
 from ksched.client.informer import InformerFactory
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
 from ksched.kubelet.dradriver import DRADriver
+from ksched.kubelet.evictionapi import EvictionConfig
 from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.scheduler import Scheduler
@@ -36,7 +37,8 @@ class Simulation:
     def __init__(self, config: SchedulerConfiguration | None = None, *, seed: int = 0, explain: bool = False,
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
                  vectorize: bool = True, conflict_resolver: bool = True, batching: bool = True,
-                 disable_admission_plugins: Iterable[str] = ()) -> None:
+                 disable_admission_plugins: Iterable[str] = (),
+                 eviction_configs: list[EvictionConfig] | None = None) -> None:
         self.clock = VirtualClock(start)
         # generateName suffixes (the controllers' pods) come from the seed too.
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
@@ -47,10 +49,22 @@ class Simulation:
         self.scheduler = Scheduler(self.client, config, clock=self.clock, informers=self.informers, seed=seed,
                                    explain=explain, record_events=record_events, vectorize=vectorize,
                                    record_attempts=True, batching=batching)
-        self.kubelet = FakeKubelet(self.client, self.informers, self.clock) if kubelet else None
+        self.kubelet = FakeKubelet(self.client, self.informers, self.clock,
+                                   eviction_configs=eviction_configs) if kubelet else None
         self.last_load = LoadReport()
         # The node side of DRA: publishes the nodes' devices as ResourceSlices.
         self.dra_driver = DRADriver(self.client, self.informers, self.clock) if kubelet else None
+        self.timeline: Any = None  # a ksched.sim.timeline.TimelineRunner
+        self.history: Any = None  # its ksched.sim.timeline.History
+
+    def use_timeline(self, actions: list[Any]) -> None:
+        """Run a scenario timeline (``ksched.sim.timeline``) from now on, recording its history."""
+        from ksched.sim.timeline import History, TimelineRunner
+
+        self.history = History(self.clock, self.clock.now())
+        kubelet = self.kubelet
+        self.history.watch(self.client, kubelet.since_start if kubelet is not None else (lambda p: None))
+        self.timeline = TimelineRunner(self, actions, self.history)
 
     def load(self, objects: Iterable[KubeObject | dict[str, Any]],
              existing: Iterable[int] = ()) -> list[tuple[int, ApiError]]:
@@ -70,8 +84,18 @@ class Simulation:
             cands.append(fw.next_permit_deadline())
         if self.kubelet is not None:
             cands.append(self.kubelet.next_wakeup())
+        if self.timeline is not None:
+            cands.append(self.timeline.next_time())
         times = [t for t in cands if t is not None]
         return min(times) if times else None
+
+    def _resync_node_lifecycle(self) -> None:
+        """While a failed node still shows Ready, the node lifecycle controller passes on each
+        heartbeat tick, as its 5 s loop would (its passes otherwise follow changes only)."""
+        for c in self.cluster.controllers.controllers:
+            resync = getattr(c, "resync", None)
+            if c.name == "node-lifecycle-controller" and resync is not None:
+                resync()
 
     def run(self, max_seconds: float = 7 * 24 * 3600.0,
             progress: Callable[[Simulation], None] | None = None) -> SimulationResult:
@@ -86,6 +110,8 @@ class Simulation:
         controllers = self.cluster.controllers
         while True:
             rv = self.store.resource_version
+            if self.timeline is not None:
+                self.timeline.apply_due()
             # The controllers react once to all the bindings of this instant, and once to all the
             # pod starts and stops, rather than after each write: the same outcome at the same
             # virtual time, without a ReplicaSet re-counting its pods once per pod. A block that
@@ -113,6 +139,8 @@ class Simulation:
             if self.store.resource_version != rv:
                 last_change = self.clock.now()
                 changed = True
+            if self.history is not None:
+                self.history.poll(self)
             if changed or not sched.idle():
                 continue
             t = self._next_timer()
@@ -122,6 +150,16 @@ class Simulation:
                 limited = True
                 break
             self.clock.advance_to(t)
+            if self.kubelet is not None:
+                # Live nodes renew their leases before anyone looks at them (heartbeats are not
+                # changes of the cluster's state: they do not lengthen the simulated time).
+                with self.cluster.controllers.held(settle=lambda: False):
+                    self.kubelet.heartbeat()  # the controllers look at the next turn, counted there
+                if self.kubelet.heartbeats.unnoticed(self.kubelet.node):
+                    self._resync_node_lifecycle()
+        if self.history is not None:
+            self.history.poll(self)
+            self.history.sample(self)
         # The simulated time is until the cluster last changed: a controller's timer that fires
         # and finds nothing to do (a Deployment's progress check) does not lengthen it.
         return SimulationResult(last_change - start, steps, sched.scheduled, sched.failed_attempts, limited)

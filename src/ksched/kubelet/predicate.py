@@ -1,0 +1,150 @@
+"""The node's own fit check at pod admission, as upstream's ``pkg/kubelet/lifecycle/predicate.go``
+(``predicateAdmitHandler``): the kubelet re-checks what a scheduler decided, against the pods the
+node has already admitted, and refuses a pod that does not fit.
+
+In order: the node must be known (``InvalidNodeInfo``); the pod's ``kubernetes.io/os`` label and
+``spec.os.name`` must match the node's OS; then the scheduler's ``AdmissionCheck`` -- resources
+(pod count, cpu, memory, ephemeral-storage, then scalar resources; only requests above zero,
+extended resources the node does not have are dropped first), required node affinity and
+nodeSelector, ``spec.nodeName``, host ports, and NoExecute taints (static pods skip the taint
+check). Only the first failure is reported: ``OutOf<resource>`` with "Node didn't have enough
+resource: ..." for resources, ``<Predicate>`` with "Predicate <Predicate> failed: ..." for the rest.
+
+Divergences: critical-pod preemption (``pkg/kubelet/preemption``) is not simulated (a critical
+pod that does not fit is refused like any other); the node's OS is its ``kubernetes.io/os`` label
+(``linux`` without one); the NodeAffinity retry against a fresh Node is moot (the informer's Node
+is the API's); SupplementalGroupsPolicy and plugin-resource checks do not apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ksched.api.accounting import host_port_conflict
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.api.resources import is_extended_resource, pod_requests
+from ksched.api.taints import NO_EXECUTE, find_untolerated_taint
+from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
+
+__all__ = [
+    "ERR_NODE_AFFINITY",
+    "ERR_NODE_NAME",
+    "ERR_NODE_PORTS",
+    "ERR_TAINTS",
+    "PredicateAdmitHandler",
+    "general_predicates",
+]
+
+LABEL_OS = "kubernetes.io/os"
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+
+# (predicate name, reason) as the scheduler plugins report them (``AdmissionCheck``).
+ERR_NODE_AFFINITY = ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
+ERR_NODE_NAME = ("NodeName", "node(s) didn't match the requested node name")
+ERR_NODE_PORTS = ("NodePorts", "node(s) didn't have free ports for the requested pod ports")
+ERR_TAINTS = ("TaintToleration", "node(s) had taints that the pod didn't tolerate")
+
+_NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
+
+
+def _node_os(node: Node) -> str:
+    return node.labels.get(LABEL_OS) or "linux"
+
+
+def _is_static(pod: Pod) -> bool:
+    src = pod.annotations.get(CONFIG_SOURCE_ANNOTATION, "")
+    return bool(src) and src != "api"
+
+
+def _insufficient(resource: str, requested: int, used: int, capacity: int) -> PodAdmitResult:
+    return PodAdmitResult(False, f"OutOf{resource}",
+                          f"Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, "
+                          f"capacity: {capacity}")
+
+
+def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
+    """noderesources.Fits against the admitted pods: the first insufficient resource."""
+    alloc = node.allocatable
+    others = list(others)
+    max_pods = alloc.get("pods", 0)
+    if len(others) + 1 > max_pods:
+        return _insufficient("pods", 1, len(others), max_pods)
+    # Extended resources the node does not know are cluster-level (or DRA): not the node's concern.
+    request = {k: v for k, v in pod_requests(pod).items()
+               if v > 0 and k != "pods" and not (is_extended_resource(k) and k not in alloc)}
+    if not request:
+        return ADMITTED
+    used: dict[str, int] = {}
+    for o in others:
+        for k, v in pod_requests(o).items():
+            used[k] = used.get(k, 0) + v
+    names = [r for r in _NATIVE_ORDER if r in request] + sorted(r for r in request if r not in _NATIVE_ORDER)
+    for r in names:
+        have = alloc.get(r, 0)
+        if request[r] > have - used.get(r, 0):
+            return _insufficient(r, request[r], used.get(r, 0), have)
+    return ADMITTED
+
+
+def _matches_node_affinity(pod: Pod, node: Node) -> bool:
+    labels = node.labels
+    for k, v in pod.node_selector.items():
+        if labels.get(k) != v:
+            return False
+    na = pod.affinity.node_affinity if pod.affinity is not None else None
+    if na is not None and na.required is not None:
+        return na.required.matches(node.name, labels)
+    return True
+
+
+def _ports_conflict(pod: Pod, others: Iterable[Pod]) -> bool:
+    used: dict[tuple[str, int], set[str]] = {}
+    for o in others:
+        for p in o.host_ports():
+            used.setdefault((p.protocol, p.host_port), set()).add(p.host_ip or "0.0.0.0")
+    for p in pod.host_ports():
+        if host_port_conflict(used, p.host_ip or "0.0.0.0", p.protocol, p.host_port):
+            return True
+    return False
+
+
+def general_predicates(pod: Pod, node: Node, others: list[Pod]) -> PodAdmitResult:
+    """The scheduler's ``AdmissionCheck`` as the kubelet runs it: the first failure."""
+    fit = _fits(pod, node, others)
+    if not fit.admit:
+        return fit
+    failure: tuple[str, str] | None = None
+    if not _matches_node_affinity(pod, node):
+        failure = ERR_NODE_AFFINITY
+    elif pod.node_name and pod.node_name != node.name:
+        failure = ERR_NODE_NAME
+    elif _ports_conflict(pod, others):
+        failure = ERR_NODE_PORTS
+    elif not _is_static(pod) and find_untolerated_taint(node.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
+        failure = ERR_TAINTS
+    if failure is None:
+        return ADMITTED
+    name, reason = failure
+    return PodAdmitResult(False, name, f"Predicate {name} failed: {reason}")
+
+
+class PredicateAdmitHandler:
+    """Admits a pod that fits the node beside the pods it already runs."""
+
+    def __init__(self, get_node: Callable[[], Node | None]) -> None:
+        self.get_node = get_node
+
+    def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
+        node = self.get_node()
+        if node is None:
+            return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
+        pod = attrs.pod
+        os_label = pod.labels.get(LABEL_OS)
+        if os_label is not None and os_label != _node_os(node):
+            return PodAdmitResult(False, "PodOSSelectorNodeLabelDoesNotMatch",
+                                  f"Failed to admit pod as the `{LABEL_OS}` label doesn't match node label")
+        os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
+        if os_name and os_name != _node_os(node):
+            return PodAdmitResult(False, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
+        return general_predicates(pod, node, list(attrs.other_pods))
