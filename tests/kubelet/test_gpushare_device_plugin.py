@@ -32,8 +32,7 @@ def _pod(name: str, milli: int | str, count: int | str = 1, index: str | None = 
     (_pod("a", 1000, 2, index="0-1"), [_pod("b", 100, index="1")],
      "Allocate failed due to GPU 1 of node n1 has 900 milli-GPU free, 1000 requested, which is unexpected"),
     (_pod("a", 300, index="2"), [], "Allocate failed due to GPU index 2 not on node n1 (2 GPUs), which is unexpected"),
-    (_pod("a", 300), [], "Allocate failed due to no alibabacloud.com/gpu-index annotation on a pod asking for "
-                         "1 GPU(s), which is unexpected"),
+    (_pod("a", 300), [], None),  # placed without the GpuShare plugin: nothing recorded, admitted
     (_pod("a", 1000, 2, index="0-0"), [], "Allocate failed due to alibabacloud.com/gpu-index='0-0' naming 1 "
                                           "distinct GPU(s) for a request of 2, which is unexpected"),
     (_pod("a", "x", index="0"), [], 'Allocate failed due to pod default/a: annotation alibabacloud.com/gpu-milli="x" '
@@ -43,8 +42,40 @@ def _pod(name: str, milli: int | str, count: int | str = 1, index: str | None = 
     (make_pod("cpu-only", requests={"cpu": "1"}), [_pod("b", 1000, 2, index="0-1")], None),
 ])
 def test_admission(pod: Any, others: list[Any], message: str | None) -> None:
-    got = GpuShareAdmitHandler(_node()).admit(PodAdmitAttributes(pod, tuple(others)))
+    got = GpuShareAdmitHandler(_node).admit(PodAdmitAttributes(pod, tuple(others)))
     if message is None:
         assert got.admit, got
     else:
         assert (got.admit, got.reason, got.message) == (False, UNEXPECTED_ADMISSION_ERROR, message)
+
+
+def test_the_kubelet_runs_gpu_pods_on_their_recorded_gpus_and_refuses_an_over_commit() -> None:
+    """Two pods with spec.nodeName (no scheduler, so nothing checked the shares) ask for 600
+    milli of GPU 0: the first runs, the second is refused by the node's GPU-share plugin."""
+    from api_objects import mknode, mkpod
+    from ksched.api.pod import Pod
+    from ksched.sim.simulation import Simulation
+
+    node = mknode("n1")
+    node["metadata"]["labels"] = {"alibabacloud.com/gpu-card-model": "T4"}
+    node["status"]["capacity"] = {"cpu": "8", "memory": "8Gi", "pods": "110", "alibabacloud.com/gpu-count": "2"}
+    node["status"]["allocatable"]["alibabacloud.com/gpu-count"] = "2"
+
+    def gpu_pod(name: str, index: str | None) -> dict[str, Any]:
+        raw = mkpod(name, **({"nodeName": "n1"} if index is not None else {}))
+        ann = {"alibabacloud.com/gpu-milli": "600", "alibabacloud.com/gpu-count": "1"}
+        if index is not None:
+            ann["alibabacloud.com/gpu-index"] = index
+        raw["metadata"]["annotations"] = ann
+        return raw
+
+    sim = Simulation(seed=1)
+    sim.load([node, gpu_pod("a", "0"), gpu_pod("b", "0")])
+    sim.run()
+    a, b = (sim.store.get("Pod", "default", n) for n in ("a", "b"))
+    assert isinstance(a, Pod) and isinstance(b, Pod)
+    assert a.phase == "Running"
+    st = b.raw["status"]
+    assert (st["phase"], st["reason"]) == ("Failed", UNEXPECTED_ADMISSION_ERROR)
+    assert st["message"] == ("Pod was rejected: Allocate failed due to GPU 0 of node n1 has 400 milli-GPU free, "
+                             "600 requested, which is unexpected")

@@ -1,7 +1,8 @@
 """Which admit handlers each simulated node asks, in upstream's order (``pkg/kubelet/kubelet.go``
 NewMainKubelet): the eviction manager (a node under pressure refuses some pods), then the
-container manager's (CPU, topology, device managers), then the predicate handler (the node's
-own fit check). A factory returns a node's handler, or None to add nothing; the kubelet builds
+container manager's (CPU, topology, device managers), the GPU-share device plugin of the
+``alibabacloud.com/gpu-*`` annotations (``ksched.kubelet.gpushare``), then the predicate handler
+(the node's own fit check). A factory returns a node's handler, or None to add nothing; the kubelet builds
 each node's chain once, when it first admits a pod there.
 
 Divergences: the sysctl, AppArmor, pod-features and node-shutdown handlers are not simulated.
@@ -9,6 +10,7 @@ Divergences: the sysctl, AppArmor, pod-features and node-shutdown handlers are n
 
 from __future__ import annotations
 
+from ksched.kubelet.gpushare import GpuShareAdmitHandler
 from ksched.kubelet.lifecycle import (
     AdmitHandlerFactory,
     NodeHandle,
@@ -43,6 +45,11 @@ def container_manager_admit_handler(node: NodeHandle) -> PodAdmitHandler | None:
     return _ContainerManagerHandler(node.kubelet)
 
 
+def gpu_share_admit_handler(node: NodeHandle) -> PodAdmitHandler:
+    """The GPU-share device plugin: a pod runs on the GPUs recorded on it at binding."""
+    return GpuShareAdmitHandler(node.get_node)
+
+
 def predicate_admit_handler(node: NodeHandle) -> PodAdmitHandler:
     return PredicateAdmitHandler(node.get_node)
 
@@ -50,6 +57,7 @@ def predicate_admit_handler(node: NodeHandle) -> PodAdmitHandler:
 ADMIT_HANDLER_FACTORIES: list[AdmitHandlerFactory] = [
     eviction_admit_handler,
     container_manager_admit_handler,
+    gpu_share_admit_handler,
     predicate_admit_handler,
 ]
 

@@ -7,18 +7,17 @@ share it asks for beside the pods the node already runs.
 As a kubelet admit handler (``ksched.kubelet.lifecycle``) it refuses, as the kubelet's device
 manager does when Allocate fails (``pkg/kubelet/cm/devicemanager/manager.go``), with reason
 ``UnexpectedAdmissionError`` and the message ``Allocate failed due to <why>, which is
-unexpected``: a pod with no recorded GPUs (bound by something that does not know the
-annotations), malformed annotations, indices that are not the node's, the wrong number of
-GPUs, or GPUs without the share left (two schedulers raced for the same GPU).
+unexpected``: malformed annotations, indices that are not the node's, the wrong number of GPUs,
+or GPUs without the share left (two schedulers raced for the same GPU, or a pod named its node
+itself).
 
-Divergences: open-gpu-share's plugin picks a GPU itself when the annotation is missing; here
-that is an admission failure, because ksched's scheduler always records one and a pod without
-it was placed by something that did not account for shared GPUs.
+Divergences: a GPU pod without recorded GPUs (placed by a profile without the GpuShare plugin)
+is admitted and holds no share on the node; open-gpu-share's plugin would pick GPUs for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ksched.api.gpu import (
     ANNOTATION_GPU_INDEX,
@@ -65,7 +64,7 @@ def gpu_share_admit(node: Node, pod: Pod, other_pods: Iterable[Pod]) -> PodAdmit
     except GpuSpecError as e:
         return _refuse(str(e))
     if got is None:
-        return _refuse(f"no {ANNOTATION_GPU_INDEX} annotation on a pod asking for {req.count} GPU(s)")
+        return ADMITTED  # not placed by a GPU-sharing profile: nothing recorded to hand out
     gpus = node_gpus(node)
     if len(got.indices) != req.count or len(set(got.indices)) != req.count:
         return _refuse(f"{ANNOTATION_GPU_INDEX}={pod.annotations[ANNOTATION_GPU_INDEX]!r} naming "
@@ -82,10 +81,14 @@ def gpu_share_admit(node: Node, pod: Pod, other_pods: Iterable[Pod]) -> PodAdmit
 
 
 class GpuShareAdmitHandler:
-    """The device plugin of one node, as an admit handler."""
+    """The device plugin of one node, as an admit handler (``get_node``: the node as the kubelet
+    sees it now; without one the predicate handler refuses the pod)."""
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, get_node: Callable[[], Node | None]) -> None:
+        self.get_node = get_node
 
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
-        return gpu_share_admit(self.node, attrs.pod, attrs.other_pods)
+        node = self.get_node()
+        if node is None:
+            return ADMITTED
+        return gpu_share_admit(node, attrs.pod, attrs.other_pods)
