@@ -313,3 +313,25 @@ def test_deleting_the_root_of_a_random_tree(parents: list[int | None], policy: s
             # Every object goes after all of its descendants.
             for j in {0} | under:
                 assert all(order.index(f"o{k}") < order.index(f"o{j}") for k in descendants(j))
+
+
+def test_a_stale_cache_never_deletes_a_dependent_that_was_released() -> None:
+    """The collector decides on the object as the API server has it now: its cache may still show
+    an owner reference that was removed (an orphaning it just did) after the owner went away; the
+    dependent is released, not deleted (kubectl delete --cascade=orphan raced this)."""
+    from ksched.apiserver.inprocess import InProcessClient
+    from ksched.client.informer import InformerFactory
+    from ksched.controllers.garbagecollector import DELETE, GarbageCollector
+
+    store = Store(VirtualClock())
+    client = InProcessClient(store)
+    informers = InformerFactory(client)
+    gc = GarbageCollector(client, informers, store.clock)
+    job = store.create(mkjob("j"))
+    store.create(owned(mkpod("p"), ref(job)))
+    informers.poll()  # the collector's cache: p owned by j
+    store.patch("Pod", "default", "p", {"metadata": {"ownerReferences": None}})
+    store.delete("Job", "default", "j", propagation_policy="Background")
+    gc.informers_by_kind["Job"].poll()  # the cache heard the owner go, not yet the release
+    gc.sync((DELETE, "Pod", "default/p"))
+    assert names(store, "Pod") == ["p"]

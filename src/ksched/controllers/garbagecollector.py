@@ -228,6 +228,19 @@ class GarbageCollector(Controller):
         refs = obj.owner_references
         if not refs:
             return
+        # Decide on the object as it is now, not as the cache last saw it (attemptToDeleteItem's
+        # getObject): the cache may still show a reference this collector has just removed
+        # (orphaning), and the owner is gone by then.
+        try:
+            latest = self.client.get(obj.KIND, obj.namespace, obj.name)
+        except NotFound:
+            return
+        if latest.uid != obj.uid or latest.deletion_timestamp is not None:
+            return
+        obj = latest
+        refs = obj.owner_references
+        if not refs:
+            return
         solid: list[OwnerReference] = []
         dangling: list[OwnerReference] = []
         waiting: list[OwnerReference] = []
