@@ -548,3 +548,28 @@ def test_patch_cannot_rename_or_move(store: Store) -> None:
                                                          "labels": {"x": "y"}}})
     assert p.key == "default/a" and p.labels == {"x": "y"}
     assert store.try_get("Pod", "kube-system", "b") is None
+
+
+def test_pod_merge_patches_copy_on_write(store: Store) -> None:
+    """A merge patch of a pod shares what it does not change with the stored pod (no deep copy)
+    and never changes the stored pod; a status write skips re-validating the unchanged spec,
+    while a patch of the spec is still validated."""
+    import copy
+
+    old = store.create(mkpod("a"))
+    before = copy.deepcopy(old.raw)
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    new = store.patch("Pod", "default", "a", {"status": status}, subresource="status")
+    assert old.raw == before
+    assert new.raw["spec"] is old.raw["spec"]
+    assert new.raw["metadata"] is not old.raw["metadata"]
+    assert new.raw["status"]["conditions"] == status["conditions"]
+    assert new.raw["status"]["conditions"] is not status["conditions"]  # the caller's patch is copied
+    status["conditions"].append({"type": "X"})
+    assert len(store.get("Pod", "default", "a").raw["status"]["conditions"]) == 1
+    with pytest.raises(Invalid):
+        store.patch("Pod", "default", "a", {"metadata": {"labels": {"bad key!": "x"}}})
+    assert store.get("Pod", "default", "a").raw == new.raw
+    lbl = store.patch("Pod", "default", "a", {"metadata": {"labels": {"app": "web"}}})
+    assert lbl.labels == {"app": "web"} and new.labels == {}
+    assert lbl.raw["spec"] is new.raw["spec"]

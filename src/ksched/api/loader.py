@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from ksched.api.apiextensions import CustomResourceDefinition
 from ksched.api.kinds import UnknownKindError
@@ -34,6 +35,72 @@ try:
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Loader = yaml.SafeLoader
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
+    """The safe loader (libyaml's parser and composer) with two shortcuts that give the same
+    objects: a plain scalar's implicit tag is resolved once per distinct value (manifests repeat
+    the same keys and values thousands of times), and mappings with plain string keys, sequences
+    and strings are built directly from the composed nodes; every other node (numbers, booleans,
+    timestamps, merge keys, explicit tags) goes through the safe constructor as before."""
+
+    _resolved: dict[tuple[str, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is ScalarNode and implicit[0]:
+            key = (value, implicit)
+            tag = self._resolved.get(key)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(self._resolved) < 100_000:
+                    self._resolved[key] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    def documents(self) -> Iterator[Any]:
+        while self.check_node():
+            doc = self._build(self.get_node(), {})
+            self.constructed_objects = {}
+            self.recursive_objects = {}
+            yield doc
+
+    def _build(self, node: Any, built: dict[int, Any]) -> Any:
+        cls = node.__class__
+        tag = node.tag
+        if cls is ScalarNode:
+            return node.value if tag == _STR else self.construct_object(node, deep=True)
+        got = built.get(id(node))
+        if got is not None:
+            return got  # an alias: the same object, as the safe constructor gives
+        if cls is MappingNode and tag == _MAP:
+            out: dict[Any, Any] = {}
+            built[id(node)] = out
+            for k, v in node.value:
+                if k.__class__ is not ScalarNode or k.tag != _STR:
+                    del built[id(node)]
+                    return self.construct_object(node, deep=True)
+                out[k.value] = self._build(v, built)
+            return out
+        if cls is SequenceNode and tag == _SEQ:
+            seq: list[Any] = []
+            built[id(node)] = seq
+            for v in node.value:
+                seq.append(self._build(v, built))
+            return seq
+        return self.construct_object(node, deep=True)
+
+
+def _yaml_documents(text: str) -> Iterator[Any]:
+    """Every document of ``text``, as ``yaml.load_all`` with the safe loader gives them."""
+    loader = _FastLoader(text)
+    try:
+        yield from loader.documents()
+    finally:
+        loader.dispose()
 
 __all__ = ["LoadError", "LoadResult", "Manifest", "build_objects", "iter_manifest_files", "load_manifests",
            "parse_documents", "read_manifests"]
@@ -137,13 +204,13 @@ def parse_documents(text: str, source: str) -> tuple[list[Manifest], list[LoadEr
         except json.JSONDecodeError:
             docs = []
             try:
-                docs = list(yaml.load_all(text, Loader=_Loader))
+                docs = list(_yaml_documents(text))
             except yaml.YAMLError as e:
                 return [], [LoadError(source, f"invalid JSON/YAML: {_yaml_msg(e)}")]
     else:
         docs = []
         try:
-            for d in yaml.load_all(text, Loader=_Loader):
+            for d in _yaml_documents(text):
                 docs.append(d)
         except yaml.YAMLError as e:
             errors.append(LoadError(source, f"invalid YAML: {_yaml_msg(e)}", index=len(docs)))

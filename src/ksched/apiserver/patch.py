@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ksched.api.jsoncopy import deep_copy
+
 __all__ = ["PatchError", "apply_patch", "json_patch", "merge_patch", "patch_merge_key", "patch_strategy",
            "strategic_merge_patch"]
 
@@ -22,7 +24,7 @@ class PatchError(ValueError):
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return deep_copy(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:

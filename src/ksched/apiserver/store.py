@@ -55,6 +55,7 @@ from ksched.api.errors import (
     NotFound,
     TooManyRequests,
 )
+from ksched.api.jsoncopy import deep_copy
 from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
 from ksched.api.meta import KubeObject, format_time
@@ -79,7 +80,7 @@ from ksched.apiserver.batch import PREPARE_FOR_CREATE, UPDATE_STRATEGY
 from ksched.apiserver.deletion import DeleteOptions, gc_finalizers
 from ksched.apiserver.fields import check_field_selector, field_values
 from ksched.apiserver.ipallocator import ServiceAllocator
-from ksched.apiserver.patch import PatchError, apply_patch
+from ksched.apiserver.patch import MERGE_PATCH, PatchError, apply_patch, merge_patch
 from ksched.apiserver.resourcequota import QuotaRefused, check_request
 from ksched.apiserver.strategy import prepare_for_create, prepare_for_update
 from ksched.apiserver.watch import Watch, WatchCache
@@ -415,7 +416,7 @@ class Store:
         was exported from another cluster (a ``kubectl get -o yaml`` dump, a snapshot) and keeps
         its uid, creation time, generation and status; admission that already ran there (defaults,
         limits, priority, quota) does not refuse or change it again."""
-        raw = obj if owned and isinstance(obj, dict) else copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
+        raw = obj if owned and isinstance(obj, dict) else deep_copy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
         if namespace is not None:
@@ -575,7 +576,7 @@ class Store:
     # ------------------------------------------------------------------ update
 
     def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
-        raw = copy.deepcopy(obj.raw if isinstance(obj, KubeObject) else obj)
+        raw = deep_copy(obj.raw if isinstance(obj, KubeObject) else obj)
         with self._lock:
             if not isinstance(raw, dict):
                 raise BadRequest("the object must be a JSON object")
@@ -633,7 +634,11 @@ class Store:
                 errors = prepare_for_update(cls.KIND_KEY, old, new_raw, self.services)
             except (TypeError, AttributeError, ValueError):
                 pass  # malformed: validation below says where
-        errors = self.scheme.validate(new_raw, cls) + errors
+        if not (cls is Pod and subresource == "status" and new_raw.get("spec") is old.raw.get("spec")
+                and new_raw["metadata"] == old.raw.get("metadata")):
+            # A pod's validation reads its metadata and spec only: a status write that keeps both
+            # (the very spec object, equal metadata) cannot make them invalid.
+            errors = self.scheme.validate(new_raw, cls) + errors
         if not errors and subresource == "":
             errors = validate_update(new_raw, old.raw)
         if errors:
@@ -766,7 +771,15 @@ class Store:
             if old is None:
                 raise NotFound.of(cls.PLURAL, name, _group(cls))
             try:
-                new_raw = apply_patch(copy.deepcopy(old.raw), patch, content_type)
+                if cls is Pod and check is None and content_type == MERGE_PATCH:
+                    # Copy on write: a merge patch builds new dicts along the paths it changes and
+                    # shares the rest with the stored pod, which nothing on a pod's update path
+                    # mutates; only the metadata, changed below, gets its own copy.
+                    new_raw = merge_patch(old.raw, patch)
+                    if isinstance(new_raw.get("metadata"), dict):
+                        new_raw["metadata"] = dict(new_raw["metadata"])
+                else:
+                    new_raw = apply_patch(deep_copy(old.raw), patch, content_type)
             except PatchError as e:
                 raise Invalid(f"the patch cannot be applied: {e}", kind=cls.KIND, name=name) from e
             if check is not None:

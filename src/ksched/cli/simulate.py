@@ -124,9 +124,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID_INPUT
     # Admission (priority classes, duplicates, ...) is checked too, so every error shows at once.
     existing = [i for i, m in enumerate(res.manifests) if m.existing]
-    for i, e in sim.load(res.objects, existing):
+    # The manifests are handed to the store (no copy), which may change them: name them first.
+    refs = [m.ref for m in res.manifests]
+    for i, e in sim.load(res.objects, existing, owned=True):
         m = res.manifests[i]
-        errors.append((m.source, m.index, f"{m.where}: {m.ref}: {e.message}"))
+        errors.append((m.source, m.index, f"{m.where}: {refs[i]}: {e.message}"))
     if sim.last_load.orphaned and not errors:
         err.print(f"[yellow]warning[/]: {len(sim.last_load.orphaned)} object(s) refer to owners not in the input "
                   f"(first: {sim.last_load.orphaned[0]}); those references were dropped", highlight=False,

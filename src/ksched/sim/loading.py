@@ -125,11 +125,13 @@ def _merge(store: Store, raw: dict[str, Any]) -> None:
 
 
 def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], existing: Collection[int] = (),
-                 *, skip_present: bool = False) -> LoadReport:
+                 *, skip_present: bool = False, owned: bool = False) -> LoadReport:
     """Create ``objects`` in ``store`` (``existing``: indices of those exported from another
     cluster). ``skip_present``: an object already there (but those every fresh cluster has, which
     are merged) is left as it is -- a restart that loads the same manifests again -- instead of
-    being reported."""
+    being reported. ``owned``: the caller hands the manifests over (the store takes them without
+    a copy and may change them); those a fresh cluster has are still copied, as a refused create
+    falls back to merging them."""
     report = LoadReport()
     raws = [_raw(o) for o in objects]
     existing = set(existing)
@@ -151,7 +153,7 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
         md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         key = (_kind(raw), str(md.get("namespace") or ""), str(md.get("name") or ""))
         try:
-            store.create(raw, existing=is_existing)
+            store.create(raw, existing=is_existing, owned=owned and not _fresh_cluster_object(raw))
             created.add(key)
         except AlreadyExists as e:
             if key in created or not md.get("name"):

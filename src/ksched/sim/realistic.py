@@ -157,7 +157,9 @@ def run_simulate_realistic(size: str = "full", seed: int = 0, nodes: int | None 
         errors = [str(e) for e in res.errors]
         sim = Simulation(None, seed=seed)
         existing = [i for i, m in enumerate(res.manifests) if m.existing]
-        errors += [f"{res.manifests[i].where}: {e.message}" for i, e in sim.load(res.objects, existing)]
+        refs = [m.ref for m in res.manifests]
+        errors += [f"{res.manifests[i].where}: {refs[i]}: {e.message}"
+                   for i, e in sim.load(res.objects, existing, owned=True)]
         t_load = time.perf_counter()
         c_load = time.process_time()
         del manifests, res
