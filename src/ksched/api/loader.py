@@ -36,17 +36,21 @@ try:
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Loader = yaml.SafeLoader
 
+# Short strings are shared: manifests repeat the same keys and values (labels, images,
+# quantities) thousands of times, and every later copy of an object shares them too.
+_STRINGS: dict[str, str] = {}
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 
 
 class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
-    """The safe loader (libyaml's parser and composer) with two shortcuts that give the same
-    objects: a plain scalar's implicit tag is resolved once per distinct value (manifests repeat
-    the same keys and values thousands of times), and mappings with plain string keys, sequences
-    and strings are built directly from the composed nodes; every other node (numbers, booleans,
-    timestamps, merge keys, explicit tags) goes through the safe constructor as before."""
+    """The safe loader (libyaml's parser and composer) with shortcuts that give equal objects:
+    a plain scalar's implicit tag is resolved once per distinct value (manifests repeat the same
+    keys and values thousands of times), mappings with plain string keys, sequences and strings
+    are built directly from the composed nodes, and equal short strings are one object; every
+    other node (numbers, booleans, timestamps, merge keys, explicit tags) goes through the safe
+    constructor as before."""
 
     _resolved: dict[tuple[str, Any], str] = {}
 
@@ -62,6 +66,8 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
         return super().resolve(kind, value, implicit)
 
     def documents(self) -> Iterator[Any]:
+        if len(_STRINGS) > 500_000:
+            _STRINGS.clear()
         while self.check_node():
             doc = self._build(self.get_node(), {})
             self.constructed_objects = {}
@@ -72,7 +78,10 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
         cls = node.__class__
         tag = node.tag
         if cls is ScalarNode:
-            return node.value if tag == _STR else self.construct_object(node, deep=True)
+            if tag == _STR:
+                v = node.value
+                return _STRINGS.setdefault(v, v) if len(v) <= 64 else v
+            return self.construct_object(node, deep=True)
         got = built.get(id(node))
         if got is not None:
             return got  # an alias: the same object, as the safe constructor gives
@@ -83,7 +92,8 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
                 if k.__class__ is not ScalarNode or k.tag != _STR:
                     del built[id(node)]
                     return self.construct_object(node, deep=True)
-                out[k.value] = self._build(v, built)
+                key = k.value
+                out[_STRINGS.setdefault(key, key)] = self._build(v, built)
             return out
         if cls is SequenceNode and tag == _SEQ:
             seq: list[Any] = []
