@@ -98,7 +98,10 @@ class ControllerManager:
 
     def _changed(self) -> None:
         self._dirty = True
-        self._wake.set()
+        if self._thread is not None or not self._wake.is_set():
+            # Single-threaded, nobody waits on the event: setting it once is enough (a set()
+            # takes the event's lock, and this runs on every watch event).
+            self._wake.set()
 
     # ---------------------------------------------------------------- single-threaded
 
