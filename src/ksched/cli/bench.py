@@ -108,7 +108,7 @@ def _run_simulate_realistic(args: argparse.Namespace) -> int:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     ordered = sorted(runs, key=lambda r: r["total_seconds"])
     out = dict(ordered[(len(ordered) - 1) // 2])
-    for k in ("load_seconds", "schedule_seconds", "total_seconds", "peak_rss_mib"):
+    for k in ("load_seconds", "schedule_seconds", "total_seconds", "total_cpu_seconds", "peak_rss_mib"):
         out[f"runs_{k}"] = [r[k] for r in runs]
     print(json.dumps(out), flush=True)
     return 0
