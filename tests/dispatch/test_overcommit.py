@@ -110,3 +110,28 @@ def test_a_refused_binding_is_forgotten_and_retried_at_once_without_backoff() ->
     assert isinstance(p, Pod) and p.node_name == "n2"
     assert overcommitted(store) == {}
     assert a.stats() == {"scheduled": 1, "attempts": 2, "conflicts": 1, "binding_errors": 0}
+
+
+def test_a_binding_refused_for_a_host_port_seen_meanwhile_is_not_tried_again() -> None:
+    """a assumes pa (host port 443) on n1; b binds pb (port 443) there first, and a's informer
+    delivers it while pa is still assumed; a's binding is refused. Forgetting pa must leave 443
+    in use on n1 (pb holds it): a reports pa unschedulable instead of trying n1 again and again."""
+    clock = VirtualClock()
+    store = Store(clock)
+    store.create(node("n1", cpu="4"))
+    a = SchedulerInstance(InProcessClient(store), "a", clock=clock, record_events=False)
+    for name, inst in (("pa", "a"), ("pb", "b")):
+        m = pod(name, cpu="1", host_port=443)
+        m["metadata"]["annotations"] = {INSTANCE_ANNOTATION: inst}
+        store.create(m)
+    sa = a.scheduler
+    sa.sync()
+    assert sa.schedule_one()  # pa assumed on n1, binding not sent yet
+    store.bind("default", "pb", "n1")
+    sa.informers.poll()
+    assert sa.run_bindings() == 1 and a.conflicts == 1
+    assert sa.run_until_idle(max_steps=10) < 10 and a.conflicts == 1
+    p = store.get("Pod", "default", "pa")
+    assert isinstance(p, Pod) and not p.node_name
+    cond = p.condition("PodScheduled")
+    assert cond is not None and "didn't have free ports" in cond["message"]

@@ -40,6 +40,27 @@ def requested(cache: Cache, node: str) -> dict[str, int]:
 # ------------------------------------------------------------------------------------ pods
 
 
+def test_forgetting_an_assumed_pod_keeps_the_host_port_another_pod_holds():
+    """Another scheduler instance bound a pod with host port 8080 to n1 while ours was assumed
+    there with the same port (its binding is then refused): forgetting ours must leave 8080 in
+    use, or n1 looks free again and the same binding is tried and refused over and over."""
+    c = Cache()
+    c.add_node(make_node("n1"))
+    mine = pod("mine", "n1", cpu="100m", host_ports=[8080])
+    theirs = pod("theirs", "n1", cpu="100m", host_ports=[8080])
+    c.assume_pod(mine)
+    c.add_pod(theirs)
+    c.forget_pod(mine)
+    assert c.nodes["n1"].used_ports.check_conflict("", "TCP", 8080)
+    assert len(c.nodes["n1"].used_ports) == 1
+    snap = Snapshot(c.table.cols)
+    c.update_snapshot(snap)
+    ni = snap.get("n1")
+    assert ni is not None and ni.used_ports.check_conflict("10.0.0.1", "TCP", 8080)
+    c.remove_pod(theirs)
+    assert not c.nodes["n1"].used_ports.check_conflict("", "TCP", 8080)
+
+
 def test_assume_adds_requests_and_forget_takes_them_back():
     c = Cache()
     c.add_node(make_node("n1"))

@@ -130,12 +130,19 @@ class ImageStateSummary:
 
 
 class HostPortInfo:
-    """Host ports in use: IP -> {(protocol, port)}; ``0.0.0.0`` conflicts with every IP."""
+    """Host ports in use: IP -> {(protocol, port): pods using it}; ``0.0.0.0`` conflicts with
+    every IP.
+
+    Counted, where upstream keeps a set: a node can transiently hold two pods with one host port
+    -- one assumed by this scheduler, one bound by another scheduler instance that won the race
+    (the API server then refuses the assumed one's binding). Forgetting the assumed pod must not
+    free the port the bound one still holds; with a set it did, the node looked free again, and
+    the instance assumed and lost the same binding over and over."""
 
     __slots__ = ("ports",)
 
     def __init__(self) -> None:
-        self.ports: dict[str, set[tuple[str, int]]] = {}
+        self.ports: dict[str, dict[tuple[str, int], int]] = {}
 
     @staticmethod
     def _sanitize(ip: str, protocol: str) -> tuple[str, str]:
@@ -145,17 +152,23 @@ class HostPortInfo:
         if port <= 0:
             return
         ip, protocol = self._sanitize(ip, protocol)
-        self.ports.setdefault(ip, set()).add((protocol, port))
+        used = self.ports.setdefault(ip, {})
+        used[(protocol, port)] = used.get((protocol, port), 0) + 1
 
     def remove(self, ip: str, protocol: str, port: int) -> None:
         if port <= 0:
             return
         ip, protocol = self._sanitize(ip, protocol)
-        s = self.ports.get(ip)
-        if s is not None:
-            s.discard((protocol, port))
-            if not s:
-                del self.ports[ip]
+        used = self.ports.get(ip)
+        if used is None:
+            return
+        n = used.get((protocol, port), 0) - 1
+        if n > 0:
+            used[(protocol, port)] = n
+            return
+        used.pop((protocol, port), None)
+        if not used:
+            del self.ports[ip]
 
     def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
         if port <= 0:
@@ -163,22 +176,22 @@ class HostPortInfo:
         ip, protocol = self._sanitize(ip, protocol)
         pp = (protocol, port)
         if ip == _DEFAULT_BIND_ALL_HOST_IP:
-            for s in self.ports.values():
-                if pp in s:
+            for used in self.ports.values():
+                if pp in used:
                     return True
             return False
         for key in (ip, _DEFAULT_BIND_ALL_HOST_IP):
-            s = self.ports.get(key)
-            if s is not None and pp in s:
+            used = self.ports.get(key)
+            if used is not None and pp in used:
                 return True
         return False
 
     def __len__(self) -> int:
-        return sum(len(s) for s in self.ports.values())
+        return sum(len(used) for used in self.ports.values())
 
     def copy(self) -> HostPortInfo:
         h = HostPortInfo()
-        h.ports = {k: set(v) for k, v in self.ports.items()}
+        h.ports = {k: dict(v) for k, v in self.ports.items()}
         return h
 
 
