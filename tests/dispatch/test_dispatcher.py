@@ -121,13 +121,15 @@ def test_policy_sends_gpu_pods_to_gpu_instances_and_the_rest_by_default() -> Non
     assert Counter(v for k, v in got.items() if k.startswith("gpu")) == {"g1": 2, "g2": 2}
     assert Counter(v for k, v in got.items() if k.startswith("cpu")) == {"c1": 2, "b1": 2}
     assert Counter(v for k, v in got.items() if k.startswith("bat")) == {"g2": 2, "b1": 2}
-    # Without a GPU instance, GPU pods wait rather than go anywhere else.
+    # Without a GPU instance, GPU pods wait rather than go anywhere else, no longer dispatched
+    # to the dead instances (no instance holds its pods back for theirs).
     for name in ("g1", "g2"):
         e.regs[name].release()
     e.d.run_until_idle()
     got = e.assigned()
     assert {k for k in e.d.waiting} == {f"default/gpu{i}" for i in range(4)}
-    assert all(got[f"gpu{i}"] in ("g1", "g2") for i in range(4))  # untouched until someone can take them
+    assert all(got[f"gpu{i}"] == "" for i in range(4)) and e.d.released == 4
+    assert Counter(v for k, v in got.items() if k.startswith("bat")) == {"b1": 4}
     e.register("g3", {"gpu": "true"})
     e.d.run_until_idle()
     assert {e.assigned()[f"gpu{i}"] for i in range(4)} == {"g3"}
@@ -351,6 +353,7 @@ def test_a_patch_answer_arriving_after_the_pod_was_bound_does_not_resurrect_it()
     assert "default/p0" not in e.d.pending
     e.d._inflight["default/p0"] = "a"
     e.d._inflight_load["a"] = 1
-    e.d._complete("default/p0", "a", "", before.resource_version, patched)
+    e.d._inflight_priority[0] = 1
+    e.d._complete("default/p0", "a", "", before.resource_version, 0, patched)
     assert "default/p0" not in e.d.pending and e.d.load("a") == 0 and e.d.dispatched == 1
     assert not e.d._todo

@@ -12,12 +12,18 @@ stale information):
   namespace), so a group stays together;
 * otherwise the least-loaded one: fewest dispatched pods not yet bound (ties in turn).
 
+Pods are dispatched highest priority first, and a pod is patched only once no patch for a pod
+of higher priority is in flight: every instance sees a pod of higher priority dispatched before
+any pod of lower priority, which is what its :class:`~ksched.dispatch.instance.PriorityBarrier`
+needs to keep one scheduler's priority order across instances.
+
 An instance is alive while its Lease is held and renewed: a lease first seen is trusted until
 ``renewTime + leaseDurationSeconds``; after that, each observed renewal extends it by
 ``leaseDurationSeconds`` from the moment it is observed (as client-go's leader election does,
 so clock skew between machines does not matter). When an instance dies (lease expired,
 released or deleted), its pending pods are dispatched again; bound pods keep their
-annotation. Pods that no live instance may take wait until one appears.
+annotation. Pods that no live instance may take wait, not dispatched (the annotation naming a
+dead instance is removed, so no instance waits for them), until one appears.
 
 ``step()`` is single-threaded and deterministic (tests, simulation); ``run(stop)`` runs the
 informers in the background.
@@ -25,11 +31,11 @@ informers in the background.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue as _queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -68,6 +74,47 @@ def _rv(obj: Any) -> int | None:
         return None
 
 
+class _Todo:
+    """The pods to (re)dispatch: highest priority first, then in arrival order."""
+
+    __slots__ = ("_bands", "_priority")
+
+    def __init__(self) -> None:
+        self._bands: dict[int, dict[str, None]] = {}
+        self._priority: dict[str, int] = {}
+
+    def add(self, key: str, priority: int) -> None:
+        if key in self._priority:
+            return  # keeps its place
+        self._priority[key] = priority
+        self._bands.setdefault(priority, {})[key] = None
+
+    def discard(self, key: str) -> bool:
+        prio = self._priority.pop(key, None)
+        if prio is None:
+            return False
+        band = self._bands[prio]
+        del band[key]
+        if not band:
+            del self._bands[prio]
+        return True
+
+    def ordered(self, limit: int | None = None) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for prio in sorted(self._bands, reverse=True):
+            for key in self._bands[prio]:
+                if limit is not None and len(out) >= limit:
+                    return out
+                out.append((key, prio))
+        return out
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._priority
+
+    def __len__(self) -> int:
+        return len(self._priority)
+
+
 class Dispatcher:
     def __init__(self, client: Any, *, scheduler_names: Iterable[str] = ("default-scheduler",),
                  policy: DispatchPolicy | None = None, namespace: str = DEFAULT_LEASE_NAMESPACE,
@@ -85,18 +132,20 @@ class Dispatcher:
         self.pending: dict[str, Pod] = {}
         self._by_instance: dict[str, set[str]] = {}  # annotation value -> pending pod keys
         self._groups: dict[tuple[str, str], dict[str, str]] = {}  # (ns, group) -> pod key -> instance
-        self._todo: dict[str, None] = {}  # pending pods to (re)dispatch, in arrival order
+        self._todo = _Todo()  # pending pods to (re)dispatch
         self.waiting: dict[str, None] = {}  # pods no live instance may take
         self._turn = 0
         self._failed = False
         # Patches sent and not yet answered: pod key -> instance (counted in its load meanwhile).
         self._inflight: dict[str, str] = {}
         self._inflight_load: dict[str, int] = {}
+        self._inflight_priority: Counter[int] = Counter()
         self.workers = max(1, workers)
         self._executor: ThreadPoolExecutor | None = None
         self._completed: _queue.SimpleQueue[tuple[str, str, str, str, Any]] = _queue.SimpleQueue()
         self.dispatched = 0
         self.redispatched = 0
+        self.released = 0  # pods of dead instances no live one may take, annotation removed
         self.patch_conflicts = 0
         self.api_failures = 0
         self._wake = threading.Event()
@@ -144,12 +193,12 @@ class Dispatcher:
                 self._by_instance.setdefault(inst, set()).add(key)
             self.waiting.pop(key, None)
             if inst and inst in self._live:
-                self._todo.pop(key, None)
+                self._todo.discard(key)
             else:
-                self._todo[key] = None
+                self._todo.add(key, pod.priority)
         else:
             self.pending.pop(key, None)
-            self._todo.pop(key, None)
+            self._todo.discard(key)
             self.waiting.pop(key, None)
         self._wake.set()
 
@@ -159,7 +208,7 @@ class Dispatcher:
         old = self.pending.pop(key, None)
         if old is not None:
             self._unindex(key, old)
-        self._todo.pop(key, None)
+        self._todo.discard(key)
         self.waiting.pop(key, None)
         g = pod.labels.get(GROUP_LABEL)
         if g:
@@ -225,12 +274,17 @@ class Dispatcher:
             if keys:
                 log.info("instance %s is gone: re-dispatching its %d pending pod(s)", name, len(keys))
             for k in keys:
-                self._todo[k] = None
+                self._want(k)
         if born:
             log.info("instance(s) %s alive", ", ".join(sorted(born)))
             for k in list(self.waiting):
-                self._todo[k] = None
+                self._want(k)
             self.waiting.clear()
+
+    def _want(self, key: str) -> None:
+        pod = self.pending.get(key)
+        if pod is not None:
+            self._todo.add(key, pod.priority)
 
     # ---------------------------------------------------------------- choosing
 
@@ -269,35 +323,41 @@ class Dispatcher:
         target = self.choose(pod, live)
         if target is None:
             self.waiting[key] = None
-            return
-        name = target.name
+            if not cur:
+                return
+            name = ""  # left by a dead instance: remove the annotation, no instance waits for it
+        else:
+            name = target.name
+            self._inflight_load[name] = self._inflight_load.get(name, 0) + 1
+            g = pod.labels.get(GROUP_LABEL)
+            if g:
+                self._groups.setdefault((pod.namespace, g), {})[key] = name
         self._inflight[key] = name
-        self._inflight_load[name] = self._inflight_load.get(name, 0) + 1
-        g = pod.labels.get(GROUP_LABEL)
-        if g:
-            self._groups.setdefault((pod.namespace, g), {})[key] = name
+        self._inflight_priority[pod.priority] += 1
         rv = pod.resource_version
         if self._executor is None:
-            self._complete(key, name, cur, rv, self._patch(pod, name))
+            self._complete(key, name, cur, rv, pod.priority, self._patch(pod, name))
             return
         fut = self._executor.submit(self._patch, pod, name)
+        prio = pod.priority
 
         def done(f: Any, key: str = key, name: str = name, cur: str = cur, rv: str = rv) -> None:
-            self._completed.put((key, name, cur, rv, f.result()))
+            self._completed.put((key, name, cur, rv, prio, f.result()))
             self._wake.set()
 
         fut.add_done_callback(done)
 
     def _patch(self, pod: Pod, instance: str) -> Any:
-        """The patched pod, or the ApiError the server answered."""
+        """The patched pod (``instance`` empty: the annotation removed), or the ApiError the
+        server answered."""
         patch = {"metadata": {"resourceVersion": pod.resource_version,
-                              "annotations": {INSTANCE_ANNOTATION: instance}}}
+                              "annotations": {INSTANCE_ANNOTATION: instance or None}}}
         try:
             return self.client.patch("Pod", pod.namespace, pod.name, patch, "application/merge-patch+json")
         except ApiError as e:
             return e
 
-    def _complete(self, key: str, name: str, cur: str, rv: str, result: Any) -> None:
+    def _complete(self, key: str, name: str, cur: str, rv: str, priority: int, result: Any) -> None:
         """A patch answered. ``rv``: the version of the pod it was sent against."""
         self._inflight.pop(key, None)
         left = self._inflight_load.get(name, 0) - 1
@@ -305,8 +365,14 @@ class Dispatcher:
             self._inflight_load[name] = left
         else:
             self._inflight_load.pop(name, None)
+        self._inflight_priority[priority] -= 1
+        if self._inflight_priority[priority] <= 0:
+            del self._inflight_priority[priority]
         if isinstance(result, Pod):
-            if cur:
+            if not name:
+                self.released += 1
+                log.info("%s: no live instance may take it; released from %s", key, cur)
+            elif cur:
                 self.redispatched += 1
                 log.debug("re-dispatched %s from %s to %s", key, cur, name)
             else:
@@ -326,32 +392,34 @@ class Dispatcher:
         if pod is None or pod.annotations.get(INSTANCE_ANNOTATION, "") in self._live:
             return
         if not isinstance(result, (Conflict, NotFound)) or pod.resource_version != rv:
-            self._todo[key] = None
+            self._todo.add(key, pod.priority)
 
     def _drain_completed(self) -> int:
         n = 0
         while True:
             try:
-                key, name, cur, rv, result = self._completed.get_nowait()
+                key, name, cur, rv, prio, result = self._completed.get_nowait()
             except _queue.Empty:
                 return n
-            self._complete(key, name, cur, rv, result)
+            self._complete(key, name, cur, rv, prio, result)
             n += 1
 
     def dispatch(self, limit: int | None = None) -> int:
-        """Dispatch the pods waiting for an instance (up to ``limit``); stops at the first
-        failure of the API server. Returns how many pods were looked at."""
+        """Dispatch the pods waiting for an instance (up to ``limit``), highest priority first;
+        stops at the first failure of the API server, and before a pod of lower priority than a
+        patch still in flight. Returns how many pods were looked at."""
         self._refresh_live()
         self._failed = False
         if not self._todo:
             return 0
         live = self.live_instances()
-        batch = list(self._todo) if limit is None else list(itertools.islice(self._todo, limit))
         n = 0
-        for key in batch:
+        for key, prio in self._todo.ordered(limit):
             if self._failed:
                 break
-            if self._todo.pop(key, 0) is None:
+            if self._inflight_priority and prio < max(self._inflight_priority):
+                break  # once the higher-priority pods are dispatched
+            if self._todo.discard(key):
                 n += 1
                 self._dispatch_one(key, live)
         return n
@@ -393,14 +461,13 @@ class Dispatcher:
                 self.informers.process()
                 self._drain_completed()
                 room = 2 * self.workers - len(self._inflight)
-                if room > 0:
-                    self.dispatch(limit=room)
+                n = self.dispatch(limit=room) if room > 0 else 0
                 if self._failed:
                     backoff = min(max(backoff * 2, 0.1), 5.0)
                     stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if self._todo and len(self._inflight) < 2 * self.workers:
+                if n and self._todo and len(self._inflight) < 2 * self.workers:
                     continue
                 nxt = self.next_expiry()
                 timeout = 1.0 if nxt is None else max(0.01, min(1.0, nxt - self.clock.now() + 0.01))

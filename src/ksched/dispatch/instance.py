@@ -18,6 +18,16 @@ An instance ``NAME`` holds the Lease ``ksched-instance-NAME`` (in ``kube-system`
 It renews ``renewTime`` every third of the lease duration. A clean shutdown releases the
 Lease (empty holder, as client-go's ReleaseOnCancel), so the dispatcher hands the instance's
 pods to the others at once instead of waiting for the lease to expire.
+
+So that several instances reach one scheduler's outcome (docs/multi-scheduler.md), an instance
+also: keeps the nominations of the pods of its profiles that other instances hold (the room a
+preemption made stays reserved; ``ksched.scheduler.eventhandlers``); holds back its queue while
+another instance has a pod of higher priority still to try (:class:`PriorityBarrier`); and
+evicts the preemption victims a PDB covers instead of deleting them
+(:func:`evict_within_budgets`), so the API server charges each budget once.
+
+Divergences from upstream (which has no instances): the barrier and the eviction of victims
+are ksched's own; upstream's preemption deletes its victims.
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -36,10 +47,13 @@ from ksched.api.lease import Lease
 from ksched.api.meta import format_micro_time
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.client.informer import InformerFactory
+from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.clock import Clock, RealClock
 from ksched.scheduler.config import SchedulerConfiguration
+from ksched.scheduler.framework.types import PodInfo
 from ksched.scheduler.metrics import SchedulerMetrics
+from ksched.scheduler.plugins.defaultpreemption import DefaultPreemption
+from ksched.scheduler.preemption import Candidate, filter_pods_with_pdb_violation, pdb_selects_pod
 from ksched.scheduler.runner import guarded
 from ksched.scheduler.scheduler import Scheduler
 
@@ -56,6 +70,8 @@ __all__ = [
     "STATS_ANNOTATION",
     "InstanceInfo",
     "InstanceRegistration",
+    "PriorityBarrier",
+    "evict_within_budgets",
     "SchedulerInstance",
     "instance_from_lease",
     "instance_pod_filter",
@@ -112,6 +128,113 @@ def partition_node_filter(label: str, value: str) -> Callable[[Any], bool]:
         return isinstance(node, Node) and node.labels.get(label) == value
 
     return f
+
+
+def _first_attempt_pending(pod: Pod) -> bool:
+    """Whether an unscheduled pod has yet to be tried: no PodScheduled condition (or only the
+    SchedulingGated one the API server writes at creation, gates since removed) and no
+    nominated node (a pod waiting for its preemption, or at Permit, has been tried)."""
+    if pod.nominated_node_name or pod.scheduling_gates:
+        return False
+    cond = pod.condition("PodScheduled")
+    return cond is None or cond.get("reason") == "SchedulingGated"
+
+
+class PriorityBarrier:
+    """The priority order of one scheduler, kept across instances.
+
+    One scheduler never tries a pod while a pod of higher priority waits in its activeQ. An
+    instance sees only its own queue, so without this it would bind its low-priority pods while
+    another instance's high-priority pods wait their turn, and those would then preempt them.
+    The barrier follows, through the instance's pod informer, the pods of its profiles
+    dispatched to other instances that have not been tried yet (:func:`_first_attempt_pending`),
+    and holds back the head of the instance's queue while one of them has a strictly higher
+    priority. Pods of equal priority go on in parallel, so throughput is only lost at priority
+    boundaries; the instance holding the highest untried pod is never held, so there is no
+    deadlock. A retry (after backoff or a cluster event) is not waited for: only first attempts
+    are visible in the API."""
+
+    def __init__(self, name: str, scheduler_names: Iterable[str]) -> None:
+        self.name = name
+        self.scheduler_names = frozenset(scheduler_names)
+        self._untried: dict[str, int] = {}  # pod key -> priority
+        self._by_priority: Counter[int] = Counter()
+        self._highest: int | None = None
+        self.handler = EventHandler(self._add, self._update, self._delete, filter=self.untried_elsewhere)
+
+    def untried_elsewhere(self, obj: Any) -> bool:
+        """An unscheduled pod of our profiles, dispatched to another instance, not tried yet."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        if not isinstance(obj, Pod) or obj.node_name or obj.is_terminal or obj.deletion_timestamp is not None:
+            return False
+        if obj.scheduler_name not in self.scheduler_names:
+            return False
+        owner = obj.annotations.get(INSTANCE_ANNOTATION, "")
+        return bool(owner) and owner != self.name and _first_attempt_pending(obj)
+
+    def _add(self, pod: Pod) -> None:
+        self._delete(pod)
+        prio = pod.priority
+        self._untried[pod.key] = prio
+        self._by_priority[prio] += 1
+        if self._highest is None or prio > self._highest:
+            self._highest = prio
+
+    def _update(self, old: Pod, new: Pod) -> None:
+        self._add(new)
+
+    def _delete(self, obj: Any) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        prio = self._untried.pop(pod.key, None)
+        if prio is None:
+            return
+        left = self._by_priority[prio] - 1
+        if left:
+            self._by_priority[prio] = left
+            return
+        del self._by_priority[prio]
+        if prio == self._highest:
+            self._highest = max(self._by_priority) if self._by_priority else None
+
+    @property
+    def highest(self) -> int | None:
+        """The highest priority of the pods other instances have yet to try."""
+        return self._highest
+
+    def __len__(self) -> int:
+        return len(self._untried)
+
+    def holds(self, pod: Pod) -> bool:
+        """Whether ``pod`` must wait: another instance has a pod of higher priority to try first."""
+        h = self._highest
+        return h is not None and h > pod.priority
+
+
+def evict_within_budgets(plugin: DefaultPreemption) -> None:
+    """Make ``plugin`` evict (``pods/eviction``) the victims it preempts within a PDB's budget.
+
+    Upstream's preemption deletes its victims; it respects PDBs only through its dry run,
+    against the PDB statuses it last saw. One scheduler sees its own preemptions in those
+    statuses soon enough; instances preempting at the same moment could each spend the same
+    last disruption a budget allows. Evicted instead, such a victim is charged to its budget by
+    the API server atomically: the second eviction is refused (429), that preemption fails and
+    its pod tries again on fresh statuses. Victims no PDB covers, and those the dry run
+    already counted as violating one (no better candidate existed), are deleted as upstream."""
+    executor = plugin.executor
+    evaluator = plugin.evaluator
+
+    def remove(c: Candidate, victim: Pod) -> None:
+        client = executor.handle.client
+        pdbs = evaluator.pdb_lister()
+        if any(pdb_selects_pod(pdb, victim) for pdb in pdbs):
+            violating, _ = filter_pods_with_pdb_violation([PodInfo(v) for v in c.victims.pods], pdbs)
+            if all(pi.pod.key != victim.key for pi in violating):
+                client.evict(victim.namespace, victim.name)
+                return
+        client.delete("Pod", victim.namespace, victim.name)
+
+    executor.remove_victim = remove
 
 
 class InstanceInfo:
@@ -338,6 +461,18 @@ class SchedulerInstance:
         self.scheduler = Scheduler(client, config, clock=self.clock, informers=informers, seed=seed,
                                    threaded=threaded, pod_filter=instance_pod_filter(name),
                                    node_filter=node_filter, metrics=self.metrics, record_events=record_events)
+        for fw in self.scheduler.profiles.values():
+            for pf in fw.points["postFilter"]:
+                if isinstance(pf, DefaultPreemption):
+                    evict_within_budgets(pf)
+        # The priority order across instances (with the default PrioritySort; instances owning
+        # disjoint partitions do not compete for nodes and need none).
+        self.barrier: PriorityBarrier | None = None
+        profiles = self.scheduler.profiles
+        if not partition_label and all(fw.queue_sort().name == "PrioritySort" for fw in profiles.values()):
+            self.barrier = PriorityBarrier(name, profiles)
+            self.scheduler.informers.informer("Pod").add_handler(self.barrier.handler)
+            self.scheduler.queue.hold = self.barrier.holds
         self._sched_stop = threading.Event()
         self.crashed = threading.Event()  # set if the scheduling loop dies of an exception
         self._lease_stop = threading.Event()

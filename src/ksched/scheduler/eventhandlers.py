@@ -1,6 +1,11 @@
 """Informer event handlers: assigned pods go to the cache, unscheduled pods of our profiles go
 to the queue, nodes and storage objects go to the cache and wake the pods they may help
-(upstream's eventhandlers.go)."""
+(upstream's eventhandlers.go).
+
+With a pod filter (a scheduler instance that takes only the pods dispatched to it), the
+unscheduled pods of our profiles dispatched elsewhere are still ours as far as nominations go:
+their ``status.nominatedNodeName`` is kept in the nominator, so the room another instance's
+preemption made is reserved here too, as one scheduler reserves it for a pod in its queue."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from ksched.scheduler.framework.events import (
     EventResource,
 )
 from ksched.scheduler.framework.runtime import Framework
+from ksched.scheduler.framework.types import PodInfo
 from ksched.scheduler.queue.scheduling_queue import PriorityQueue
 
 __all__ = ["add_all_event_handlers", "node_update_events"]
@@ -82,8 +88,9 @@ def add_all_event_handlers(sched: EventTarget) -> None:
         return isinstance(p, Pod) and bool(p.node_name) and not p.is_terminal
 
     def unscheduled(p: Any) -> bool:
+        """An unscheduled pod of our profiles, whichever instance it is dispatched to."""
         p = _unwrap(p)
-        return isinstance(p, Pod) and not p.node_name and not p.is_terminal and sched.responsible_for(p)
+        return isinstance(p, Pod) and not p.node_name and not p.is_terminal and p.scheduler_name in sched.profiles
 
     # Scheduled pods -> cache (registered first, as upstream).
     def add_pod_to_cache(pod: Pod) -> None:
@@ -116,12 +123,35 @@ def add_all_event_handlers(sched: EventTarget) -> None:
 
     pods.add_handler(EventHandler(add_pod_to_cache, update_pod_in_cache, delete_pod_from_cache, filter=assigned))
 
-    # Unscheduled pods -> queue.
+    # Unscheduled pods -> queue (ours) or, dispatched to another instance, only the nominator.
+    nominator = sched.queue.nominator
+
+    def nominate_elsewhere(pod: Pod) -> None:
+        # Upstream's nominator follows status.nominatedNodeName of the pods in its queue; the
+        # pods of our profiles that another instance holds count the same way.
+        if pod.nominated_node_name:
+            nominator.add(PodInfo(pod))
+        else:
+            nominator.delete(pod)
+
     def add_pod_to_queue(pod: Pod) -> None:
-        sched.queue.add(pod)
+        if sched.responsible_for(pod):
+            sched.queue.add(pod)
+        else:
+            nominate_elsewhere(pod)
 
     def update_pod_in_queue(old: Pod, new: Pod) -> None:
         if old.resource_version == new.resource_version:
+            return
+        was, now = sched.responsible_for(old), sched.responsible_for(new)
+        if not now:
+            if was:  # handed to another instance
+                delete_pod_from_queue(old)
+            nominate_elsewhere(new)
+            return
+        if not was:  # handed to us: the queue takes over its nomination
+            nominator.delete(old)
+            sched.queue.add(new)
             return
         # An assumed pod's own status updates (e.g. our condition patch) are not new work.
         if sched.cache.is_assumed(new):

@@ -323,6 +323,10 @@ class Executor:
         self.runner: Callable[[Callable[[], None]], None] = lambda fn: fn()
         # Makes the API calls that preempt one victim; replaceable in tests, as upstream's PreemptPod.
         self.preempt_pod: Callable[[Candidate, Pod, Pod, str], None] = self._preempt_pod
+        # Removes a victim once it carries its DisruptionTarget condition: upstream deletes it.
+        # Scheduler instances evict the victims a PDB covers instead (ksched.dispatch.instance),
+        # so the API server charges each budget once however many instances preempt at once.
+        self.remove_victim: Callable[[Candidate, Pod], None] = self._delete_victim
 
     @staticmethod
     def _uid(pod: Pod) -> str:
@@ -360,7 +364,7 @@ class Executor:
                     log.debug("victim %s is already deleted", victim.key)
                     return
             try:
-                client.delete("Pod", victim.namespace, victim.name)
+                self.remove_victim(c, victim)
             except NotFound:
                 log.debug("victim %s is already deleted", victim.key)
                 return
@@ -368,6 +372,9 @@ class Executor:
         rec = getattr(h, "event_recorder", None)
         if rec is not None:
             rec.event(victim, "Normal", "Preempted", "Preempting", message)
+
+    def _delete_victim(self, c: Candidate, victim: Pod) -> None:
+        self.handle.client.delete("Pod", victim.namespace, victim.name)
 
     def _disruption_condition(self, preemptor: Pod, victim: Pod) -> dict[str, Any] | None:
         """The DisruptionTarget condition to patch in, or None if the victim already has it."""

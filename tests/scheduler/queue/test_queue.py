@@ -251,6 +251,29 @@ def test_pop_from_backoff_when_active_is_empty_rejected_pods_only():
     assert q.pop() is errored
 
 
+def test_hold_keeps_the_head_of_active_and_backoff_from_being_popped():
+    """``hold`` (used by scheduler instances to keep the priority order across instances):
+    while it says so, neither activeQ's head nor (with activeQ empty) backoffQ's is popped."""
+    clock = VirtualClock()
+    q = new_queue(clock)
+    held = {"limit": 5}
+    q.hold = lambda pod: (pod.priority or 0) < held["limit"]
+    q.add(make_pod("high", priority=10))
+    q.add(make_pod("low", priority=1))
+    assert q.pop().pod.name == "high"
+    assert q.has_poppable() is False and q.pop() is None and q.active_count() == 1
+    held["limit"] = 0
+    low = q.pop()
+    assert low is not None and low.pod.name == "low"
+    fail(q, low, "NodeFit")
+    q.move_all_to_active_or_backoff(NODE_ADD, None, object())
+    assert low.where == BACKOFF
+    held["limit"] = 5
+    assert q.has_poppable() is False and q.pop() is None
+    q.hold = None
+    assert q.has_poppable() is True and q.pop() is low
+
+
 def test_pop_from_backoff_disabled():
     clock = VirtualClock()
     q = new_queue(clock, pop_from_backoff=False)

@@ -113,6 +113,10 @@ class PriorityQueue:
         self._seq = itertools.count()
         self._last_unschedulable_flush = clock.now()
         self.on_change: Callable[[], None] | None = None
+        # Keeps the pod at the head of the queue from being popped while it returns True (not
+        # upstream: a scheduler instance holds back its pods while another instance has a pod
+        # of higher priority still to try, see ksched.dispatch.instance.PriorityBarrier).
+        self.hold: Callable[[Pod], bool] | None = None
 
     # ---------------------------------------------------------------- helpers
 
@@ -289,12 +293,15 @@ class PriorityQueue:
         SchedulerPopFromBackoffQ, an empty activeQ yields the head of backoffQ."""
         self.flush_backoff_completed()
         self._clean_head(self._active, False)
+        hold = self.hold
         if self._active:
+            if hold is not None and hold(self._qpi_of(self._active[0]).pod):
+                return None
             qpi = self._qpi_of(heapq.heappop(self._active))
         elif self.pop_from_backoff:
             # Only pods rejected by plugins; pods that hit errors wait out their backoff.
             self._clean_head(self._backoff, True)
-            if not self._backoff:
+            if not self._backoff or (hold is not None and hold(self._qpi_of(self._backoff[0][1]).pod)):
                 return None
             qpi = self._qpi_of(heapq.heappop(self._backoff)[1])
         else:
@@ -581,12 +588,14 @@ class PriorityQueue:
         return bool(self._active)
 
     def has_poppable(self) -> bool:
+        """Whether ``pop`` would return a pod now."""
+        hold = self.hold
         if self.has_active():
-            return True
+            return hold is None or not hold(self._qpi_of(self._active[0]).pod)
         if not self.pop_from_backoff:
             return False
         self._clean_head(self._backoff, True)
-        return bool(self._backoff)
+        return bool(self._backoff) and (hold is None or not hold(self._qpi_of(self._backoff[0][1]).pod))
 
     def pending_pods(self) -> list[QueuedPodInfo]:
         return list(self.pods.values())
