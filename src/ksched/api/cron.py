@@ -26,6 +26,7 @@ time.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -193,12 +194,12 @@ def _weekday(t: datetime) -> int:
 # ---------------------------------------------------------------- schedules
 
 
-class Schedule:
+class Schedule(ABC):
     """A parsed schedule."""
 
+    @abstractmethod
     def next(self, t: float) -> float | None:
         """The first activation strictly after ``t`` (seconds since the epoch), or None."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
