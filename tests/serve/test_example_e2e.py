@@ -191,6 +191,10 @@ def test_the_official_python_client(served: Cluster) -> None:
 
 
 def test_a_dump_re_simulates_with_its_bound_pods_in_place(served: Cluster, tmp_path: Path) -> None:
+    # A rollout (the kubectl test's undo) is done when the new pods are ready; its old pods may
+    # still be terminating, and a terminating pod in a dump goes away in the re-simulation too.
+    wait_until(lambda: not any(p["metadata"].get("deletionTimestamp") for p in live_pods(served)),
+               "no pod terminating")
     dump = served.out("get", "all,nodes,pc,pdb,pv,pvc,sc", "-A", "-o", "yaml")
     path = tmp_path / "dump.yaml"
     path.write_text(dump)
