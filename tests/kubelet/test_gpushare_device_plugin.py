@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ksched.kubelet.gpushare import UNEXPECTED_ADMISSION_ERROR, GpuShareAdmitHandler
+from ksched.kubelet.gpushare import GpuShareAdmitHandler
 from ksched.kubelet.lifecycle import PodAdmitAttributes
 from ksched.testing import make_node, make_pod
 
@@ -46,7 +46,7 @@ def test_admission(pod: Any, others: list[Any], message: str | None) -> None:
     if message is None:
         assert got.admit, got
     else:
-        assert (got.admit, got.reason, got.message) == (False, UNEXPECTED_ADMISSION_ERROR, message)
+        assert (got.admit, got.reason, got.message) == (False, "UnexpectedAdmissionError", message)
 
 
 def test_the_kubelet_runs_gpu_pods_on_their_recorded_gpus_and_refuses_an_over_commit() -> None:
@@ -76,6 +76,6 @@ def test_the_kubelet_runs_gpu_pods_on_their_recorded_gpus_and_refuses_an_over_co
     assert isinstance(a, Pod) and isinstance(b, Pod)
     assert a.phase == "Running"
     st = b.raw["status"]
-    assert (st["phase"], st["reason"]) == ("Failed", UNEXPECTED_ADMISSION_ERROR)
+    assert (st["phase"], st["reason"]) == ("Failed", "UnexpectedAdmissionError")
     assert st["message"] == ("Pod was rejected: Allocate failed due to GPU 0 of node n1 has 400 milli-GPU free, "
                              "600 requested, which is unexpected")

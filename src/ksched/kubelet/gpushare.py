@@ -30,12 +30,10 @@ from ksched.api.gpu import (
 )
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.kubelet.cm.admission import REASON_UNEXPECTED, AllocationError, admit_result
+from ksched.kubelet.cm.admission import AllocationError, admit_result
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
-__all__ = ["UNEXPECTED_ADMISSION_ERROR", "GpuShareAdmitHandler", "gpu_share_admit"]
-
-UNEXPECTED_ADMISSION_ERROR = REASON_UNEXPECTED
+__all__ = ["GpuShareAdmitHandler", "gpu_share_admit"]
 
 
 def _refuse(why: str) -> PodAdmitResult:
