@@ -47,6 +47,12 @@ def add_parser(sub: Any) -> None:
                    help="with --partition-label: the label value of each instance's partition, one per instance")
     p.add_argument("--instance-lease-duration", type=float, default=15.0, metavar="SECONDS",
                    help="with --schedulers: how long an instance that stopped renewing its Lease keeps its pods")
+    p.add_argument("--scenario", metavar="FILE",
+                   help="a scenario timeline (kind: Timeline, as simulate --timeline takes) run on the wall clock, "
+                        "its times counted from serve's start (see ksched.sim.scenario)")
+    p.add_argument("--kubelet-config", metavar="FILE",
+                   help="KubeletConfiguration documents (kubelet.config.k8s.io/v1beta1) for the simulated kubelets' "
+                        "eviction settings, one per node pool (nodeSelector)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,6 +82,25 @@ def run(args: argparse.Namespace) -> int:
     partitions = _serve_partitions(args)
     if partitions is None:
         return EXIT_INVALID_INPUT
+    # The scenario and the kubelets' settings are checked before anything is built or applied.
+    eviction_configs = None
+    if args.kubelet_config:
+        from ksched.kubelet.evictionapi import EvictionConfigError, load_kubelet_configs
+
+        try:
+            eviction_configs = load_kubelet_configs(args.kubelet_config)
+        except EvictionConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+    scenario_actions = None
+    if args.scenario:
+        from ksched.sim.timeline import TimelineError, load_timeline
+
+        try:
+            scenario_actions = load_timeline(args.scenario)
+        except TimelineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
     clock = RealClock()
     try:
         cluster = EmbeddedCluster(clock, synchronous=False, conflict_resolver=not args.no_conflict_resolver,
@@ -137,6 +162,11 @@ def run(args: argparse.Namespace) -> int:
     runner = None
     agent = None
     group = None
+    scenario = None
+    if scenario_actions is not None:
+        from ksched.sim.scenario import LiveScenario
+
+        scenario = LiveScenario(scenario_actions, clock, InProcessClient(store), store)
     if args.schedulers and not args.no_scheduler:
         group = _start_scheduler_processes(args, kc_path, partitions)
     elif not args.no_scheduler:
@@ -149,8 +179,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_kubelet:
         from ksched.kubelet.agent import NodeAgent
 
-        agent = NodeAgent(InProcessClient(store), clock, store)
+        nlc = next((c for c in cluster.controllers.controllers if c.name == "node-lifecycle-controller"), None)
+        agent = NodeAgent(InProcessClient(store), clock, store, eviction_configs=eviction_configs,
+                          on_unnoticed=getattr(nlc, "request_resync", None))
+        if scenario is not None:
+            scenario.attach(agent)
         agent.start()
+    elif scenario is not None:
+        scenario.start()
     ok = True
     try:
         ok = wait_until_signalled(failed=runner.crashed if runner is not None else None)
@@ -161,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
             runner.stop()
         if agent is not None:
             agent.stop()
+        if scenario is not None:
+            scenario.stop()
         cluster.stop()
         server.stop()
         if persistence is not None:

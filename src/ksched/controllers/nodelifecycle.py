@@ -165,6 +165,7 @@ class NodeLifecycleController(Controller):
         self._all_disrupted = False
         self._fresh: dict[str, Node] = {}
         self._kubelets: set[str] = set()  # nodes with a Lease in kube-node-lease
+        self._resync_requested = False
         self.leases.add_handler(EventHandler(self._on_lease, lambda o, n: self._on_lease(n), self._on_lease_gone))
         self.nodes.add_handler(EventHandler(lambda n: self._wake(), lambda o, n: self._on_node_update(o, n),
                                             self._on_node_delete))
@@ -187,6 +188,17 @@ class NodeLifecycleController(Controller):
         """A pass at the next tick (the simulation's hint while a failed node is unnoticed:
         upstream's controller passes every 5 s regardless)."""
         self._wake()
+
+    def request_resync(self) -> None:
+        """:meth:`resync` from another thread (``ksched serve``'s node agent): taken up by the
+        controller's own thread at its next round (at most a second later)."""
+        self._resync_requested = True
+
+    def process(self, limit: int = 1 << 30) -> int:
+        if self._resync_requested:
+            self._resync_requested = False
+            self._wake()
+        return super().process(limit)
 
     def _on_node_update(self, old: Node, new: Node) -> None:
         if old.raw.get("status") != new.raw.get("status") or old.unschedulable != new.unschedulable:
