@@ -14,30 +14,32 @@ from serve_helpers import Http, Proc, free_port, ksched_cmd, node, subprocess_en
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def _web_pods() -> dict[str, Any]:
+def _web() -> dict[str, Any]:
+    """A ReplicaSet of one BestEffort pod that prefers the web pool and, 2 s after it starts,
+    uses 1900Mi."""
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["web"]}]}}]}}
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"containers": [{"name": "app", "image": "app"}]}}}}
+                     "template": {"metadata": {"labels": {"app": "web"},
+                                               "annotations": {"ksched.io/usage-memory": "0s: 50Mi, 2s: 1900Mi"}},
+                                  "spec": {"affinity": affinity, "containers": [{"name": "app", "image": "app"}]}}}}
 
 
 def test_a_usage_change_evicts_and_the_replacement_goes_elsewhere(tmp_path: Path) -> None:
-    """At 1 s the scenario makes the system on n1 use 1600Mi of its 2000Mi: under the web pool's
-    hard threshold (500Mi, from --kubelet-config; upstream's default 100Mi would not be crossed),
-    so n1's kubelet reports MemoryPressure and evicts the ReplicaSet's BestEffort pod; the
-    node lifecycle controller taints n1, and the replacement runs on n2."""
-    small = node("n1", labels={"pool": "web"}, memory="2000Mi")
-    big = node("n2", labels={"pool": "batch"}, memory="8Gi")
-    # n1 only, at first: the ReplicaSet's pod starts there
-    big["spec"] = {"taints": [{"key": "wait", "effect": "NoSchedule"}]}
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([small, big, _web_pods()]))
+    """At 1 s the scenario creates a ReplicaSet whose pod lands on n1 (2000Mi) and, 2 s after it
+    starts, uses 1900Mi: under the web pool's hard threshold (500Mi, from --kubelet-config;
+    upstream's default 100Mi would not be crossed), so n1's kubelet reports MemoryPressure and
+    evicts it; the node lifecycle controller taints n1, and the replacement runs on n2."""
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([
+        node("n1", labels={"pool": "web"}, memory="2000Mi"), node("n2", labels={"pool": "batch"}, memory="8Gi")]))
     (tmp_path / "kubelet.yaml").write_text(yaml.safe_dump_all([
         {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "nodeSelector": {"pool": "web"},
          "evictionHard": {"memory.available": "500Mi"}}]))
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump({
         "apiVersion": "ksched.io/v1alpha1", "kind": "Timeline", "events": [
-            {"at": "1s", "patch": {"kind": "Node", "name": "n2", "patch": {"spec": {"taints": None}}}},
-            {"at": "1s", "setUsage": {"node": "n1", "memory": "1600Mi"}}]}))
+            {"at": "1s", "apply": [_web()]},
+            {"at": "1s", "setUsage": {"node": "n2", "memory": "1Gi"}}]}))
     port = free_port()
     proc = Proc(ksched_cmd("serve", "--listen", f"127.0.0.1:{port}", "--load", "cluster.yaml", "--scenario",
                            "scenario.yaml", "--kubelet-config", "kubelet.yaml", "--kubeconfig-out", "kc"),
@@ -45,16 +47,16 @@ def test_a_usage_change_evicts_and_the_replacement_goes_elsewhere(tmp_path: Path
     try:
         wait_http_ready(port, timeout=60, proc=proc)
         api = Http("127.0.0.1", port, timeout=30)
+        proc.wait_log("scenario: done (2 actions, 0 failed)", timeout=120)
+        log = proc.log()
+        assert "apply ReplicaSet/web" in log and "setUsage node n2: memory=1Gi" in log
 
         def pods() -> list[dict[str, Any]]:
             return list(api.get(PODS)[2]["items"])
 
-        first = wait_for(lambda: [p for p in pods() if p["status"].get("phase") == "Running"], timeout=120,
-                         what="the ReplicaSet's pod to run")[0]
+        first = wait_for(lambda: [p for p in pods() if p["status"].get("phase") in ("Running", "Failed")],
+                         timeout=120, what="the ReplicaSet's pod to run")[0]
         assert first["spec"]["nodeName"] == "n1"
-        proc.wait_log("scenario: done (2 actions, 0 failed)", timeout=120)
-        log = proc.log()
-        assert "scenario: +1" in log and "setUsage node n1: memory=1600Mi" in log
 
         def evicted() -> dict[str, Any] | None:
             got = api.get(f"{PODS}/{first['metadata']['name']}")[2]
@@ -62,8 +64,8 @@ def test_a_usage_change_evicts_and_the_replacement_goes_elsewhere(tmp_path: Path
 
         gone = wait_for(evicted, timeout=180, what="the pod on n1 to be evicted")["status"]
         assert gone["reason"] == "Evicted"
-        assert gone["message"].startswith("The node was low on resource: memory. Threshold quantity: 500Mi, "
-                                          "available: ")
+        assert gone["message"] == ("The node was low on resource: memory. Threshold quantity: 500Mi, available: 100Mi. "
+                                   "Container app was using 1900Mi, request is 0, has larger consumption of memory. ")
         target = [c for c in gone["conditions"] if c["type"] == "DisruptionTarget"]
         assert target and target[0]["reason"] == "TerminationByKubelet"
         n1 = api.get("/api/v1/nodes/n1")[2]
