@@ -17,9 +17,16 @@ Each pass (every 10 s on the kubelet's grid while there is anything to watch; se
    observed for the pressure-transition period;
 4. thresholds whose grace period has passed; none -> done;
 5. the threshold to reclaim (memory first), ranking of the active pods for its signal, and the
-   first non-critical pod in rank evicted: ``Failed``, reason ``Evicted``, upstream's message,
-   ``DisruptionTarget`` (``TerminationByKubelet``), an ``Evicted`` event. At most one pod a
-   pass; the next pass follows 1 s later (upstream's cleanup wait).
+   first non-critical pod in rank evicted: an ``Evicted`` event and the ``DisruptionTarget``
+   condition (``TerminationByKubelet``) at once; its containers get SIGTERM and the grace
+   period (:func:`eviction_grace_period`: 1 s for a hard threshold, ``evictionMaxPodGracePeriod``
+   bound by the pod's ``terminationGracePeriodSeconds`` for a soft one), stopping after their
+   ``ksched.io/termination-seconds`` or killed when the grace period (at least the runtime's 2 s)
+   ends (``ksched.kubelet.runtime.kill_delay``). Until then the pod keeps running and using
+   what it uses, and the manager, waiting for the kill as upstream's blocking call does, makes
+   no pass: the node stays under pressure. Then the pod is ``Failed``, reason ``Evicted``, with
+   upstream's message. At most one pod a pass; the next pass follows 1 s after the kill
+   (upstream's cleanup wait).
 
 Ranking (first = evicted first): memory -- usage above the pod's memory request, then lower
 priority, then larger usage minus request; disk -- the same with ephemeral-storage (inodes:
@@ -31,8 +38,7 @@ tolerate ``node.kubernetes.io/memory-pressure:NoSchedule``; any other pressure r
 pod ("The node had condition: [DiskPressure]. ", reason ``Evicted``); critical pods always pass.
 
 Divergences: no node-level reclaim (container and image garbage collection) before evicting;
-no local-storage (emptyDir/limit) evictions; the kill grace (1 s hard, the soft grace period
-otherwise) is not waited for: the pod is Failed at once; the memcg notifier is not simulated
+no local-storage (emptyDir/limit) evictions; the memcg notifier is not simulated
 (memory is seen at the 10 s passes, usage profiles make that exact at steps); the Evicted
 event carries no annotations.
 """
@@ -54,12 +60,14 @@ from ksched.kubelet.evictionapi import EvictionConfig, Threshold
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 from ksched.kubelet.usage import container_usage, node_system_usage
 
-__all__ = ["EvictionManager", "Observation", "PodStats", "is_critical", "rank", "thresholds_met"]
+__all__ = ["EvictionManager", "Observation", "PodStats", "eviction_grace_period", "is_critical", "rank",
+           "thresholds_met"]
 
 CAPACITY_ANNOTATION = "ksched.io/capacity-"
 TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
 MONITORING_PERIOD = 10.0
 CLEANUP_POLL = 1.0
+IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1
 
 CONDITIONS = {
     "MemoryPressure": (("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
@@ -250,6 +258,26 @@ def eviction_message(resource: str, s: PodStats, thresholds: list[Threshold],
     return msg
 
 
+# ---------------------------------------------------------------- grace periods
+
+
+def eviction_grace_period(pod: Pod, hard: bool, max_pod_grace_period: int) -> int:
+    """The grace period the evicted pod gets: eviction_manager.go synchronize's override -- 1 s
+    (immediateEvictionGracePeriodSeconds) for a hard threshold, ``evictionMaxPodGracePeriod``
+    bound by the pod's ``terminationGracePeriodSeconds`` for a soft one -- as the pod worker
+    applies it (pod_workers.go calculateEffectiveGracePeriod): a deletion's shorter grace period
+    stands; an override of 0 (``evictionMaxPodGracePeriod`` unset) leaves the pod's own
+    ``terminationGracePeriodSeconds``; never less than 1 s."""
+    override = IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS if hard else \
+        min(max_pod_grace_period, pod.termination_grace_period_seconds)
+    grace = pod.deletion_grace_period_seconds or 0
+    if grace == 0 or override < grace:
+        grace = override
+    if grace == 0:
+        grace = pod.termination_grace_period_seconds
+    return max(grace, 1)
+
+
 # ---------------------------------------------------------------- the manager
 
 
@@ -303,8 +331,7 @@ class EvictionManager:
         for s in rank(threshold.signal, stats):
             if is_critical(s.pod):
                 continue
-            grace = 1 if threshold.hard else min(cfg.max_pod_grace_period,
-                                                  s.pod.termination_grace_period_seconds)
+            grace = eviction_grace_period(s.pod, threshold.hard, cfg.max_pod_grace_period)
             return Eviction(s.pod, eviction_message(resource, s, ready, observations), grace, threshold), resource
         return None, resource
 

@@ -66,7 +66,7 @@ __all__ = ["FakeKubelet"]
 
 log = logging.getLogger(__name__)
 
-START, EXIT, RESTART, STOP, OOM = "start", "exit", "restart", "stop", "oom"
+START, EXIT, RESTART, STOP, OOM, EVICTED = "start", "exit", "restart", "stop", "oom", "evicted"
 OOM_EXIT_CODE = 137
 _NODE_INDEX = "kubelet-node"
 
@@ -82,6 +82,7 @@ class _Run:
     epoch: int = 0  # bumped on every transition: older timers are stale
     stopping: bool = False
     admitted: bool = False  # the node's admit handlers let it run
+    evicting: tuple[str, bool] | None = None  # the eviction's message, and whether the containers are killed
 
 
 class FakeKubelet:
@@ -235,26 +236,57 @@ class FakeKubelet:
         log.warning("kubelet: %s", err)
         self.recorder.event(pod, "Warning", "InvalidUsage", "", str(err))
 
-    def evict(self, pod: Pod, message: str, now: float) -> None:
-        """The eviction manager's kill: Failed, reason Evicted, DisruptionTarget (TerminationByKubelet)."""
+    def evict(self, pod: Pod, message: str, now: float, grace_period: int = 1) -> float:
+        """The eviction manager's kill (TerminatePodAbnormallyAndWait): an Evicted event and the
+        DisruptionTarget condition (TerminationByKubelet) now; the containers get SIGTERM and the
+        grace period, and go on running (and using what they use) until they stop or are killed
+        (``runtime.kill_delay``), when the pod becomes Failed, reason Evicted. Returns when that
+        is."""
         run = self._runs.get(pod.uid)
         self.recorder.event(pod, "Warning", "Evicted", "", message)
-        conds = [c for c in rt.pod_conditions(pod, now, ready=False, reason="PodFailed")
-                 if c.get("type") != "DisruptionTarget"]
+        conds = [c for c in pod.conditions if c.get("type") != "DisruptionTarget"]
         conds.append({"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
                       "message": message, "lastProbeTime": None, "lastTransitionTime": format_time(now)})
+        running = run is not None and self.since_start(pod) is not None
+        delay, killed = rt.kill_delay(pod, grace_period) if running else (0.0, False)
+        if run is not None:
+            run.epoch += 1  # a pending exit, OOM kill or restart no longer happens
+            run.evicting = (message, killed)
+        try:
+            if delay > 0 and run is not None:
+                self._patch_status(pod, {"conditions": conds})
+                self._at(now + delay, EVICTED, pod, run)
+            else:
+                self._evicted_status(pod, run, now, message, killed, conds)
+        except ApiError as e:
+            log.debug("kubelet: evicting %s: %s", pod.key, e)
+        return now + delay
+
+    def _evicted(self, pod: Pod, run: _Run, now: float) -> bool:
+        """An evicted pod's containers have stopped: Failed, reason Evicted."""
+        if pod.is_terminal or run.evicting is None:
+            return False
+        message, killed = run.evicting
+        conds = [c for c in pod.conditions if c.get("type") == "DisruptionTarget"]
+        self._evicted_status(pod, run, now, message, killed, conds)
+        self.pressure.kick(pod.node_name)
+        return True
+
+    def _evicted_status(self, pod: Pod, run: _Run | None, now: float, message: str, killed: bool,
+                        disruption: list[dict[str, Any]]) -> None:
+        conds = [c for c in rt.pod_conditions(pod, now, ready=False, reason="PodFailed")
+                 if c.get("type") != "DisruptionTarget"]
+        conds.extend(c for c in disruption if c.get("type") == "DisruptionTarget")
         status: dict[str, Any] = {"phase": "Failed", "reason": "Evicted", "message": message, "conditions": conds}
         if run is not None:
             run.epoch += 1
+            run.stopping = True  # no usage from now on
             if run.started is not None:
+                code = rt.SIGKILL_EXIT_CODE if killed else rt.SIGTERM_EXIT_CODE
                 status["containerStatuses"] = [
-                    rt.container_status(pod, c, rt.terminated(pod, c.name, run.restarts, rt.SIGKILL_EXIT_CODE,
-                                                              run.started, now), run.restarts,
-                                        (run.last_state or {}).get(c.name)) for c in pod.containers]
-        try:
-            self._patch_status(pod, status)
-        except ApiError as e:
-            log.debug("kubelet: evicting %s: %s", pod.key, e)
+                    rt.container_status(pod, c, rt.terminated(pod, c.name, run.restarts, code, run.started, now),
+                                        run.restarts, (run.last_state or {}).get(c.name)) for c in pod.containers]
+        self._patch_status(pod, status)
 
     # ---------------------------------------------------------------- admission
 

@@ -9,7 +9,9 @@ and on every tick while a threshold, a grace period or a pressure condition is i
 whose manager is idle has no passes (its signals could not change).
 
 The node's pressure conditions are written when they change (``ksched.kubelet.eviction``
-``condition_dicts``); the evicted pod is failed by the kubelet (``FakeKubelet.evict``).
+``condition_dicts``); the evicted pod is terminated by the kubelet (``FakeKubelet.evict``), and
+the node's manager makes no pass until 1 s after the kill (upstream's synchronize blocks in the
+kill, then waits for the pod's cleanup).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class NodePressure:
         self.managers: dict[str, EvictionManager] = {}
         self._due: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
+        self._busy: dict[str, float] = {}  # node -> until when its manager waits for an eviction's kill
         self.passes = 0
 
     def manager(self, node_name: str) -> EvictionManager:
@@ -68,6 +71,7 @@ class NodePressure:
     def forget(self, node_name: str) -> None:
         self.managers.pop(node_name, None)
         self._due.pop(node_name, None)
+        self._busy.pop(node_name, None)
 
     # ---------------------------------------------------------------- timers
 
@@ -124,6 +128,12 @@ class NodePressure:
         node = kubelet.node(node_name)
         if node is None or node_name in kubelet.heartbeats.down:
             return False
+        busy = self._busy.get(node_name)
+        if busy is not None:
+            if now < busy:  # still waiting for an evicted pod's kill
+                self._at(node_name, busy)
+                return False
+            del self._busy[node_name]
         self.passes += 1
         m = self.manager(node_name)
         pods = kubelet.admitted_pods(node_name)
@@ -141,8 +151,10 @@ class NodePressure:
         changed = self._write_conditions(node, m.conditions, now)
         if eviction is not None:
             kubelet.recorder.event(node, "Warning", "EvictionThresholdMet", "", f"Attempting to reclaim {resource}")
-            kubelet.evict(eviction.pod, eviction.message, now)
-            self._at(node_name, now + CLEANUP_POLL)
+            killed = kubelet.evict(eviction.pod, eviction.message, now, eviction.grace_period)
+            # upstream's manager waits for the kill, then polls for the cleanup: no pass until then
+            self._busy[node_name] = killed + CLEANUP_POLL
+            self._at(node_name, killed + CLEANUP_POLL)
             return True
         nxt = self._next_change(node, pods, now)
         if m.needs_watching() or m.conditions:

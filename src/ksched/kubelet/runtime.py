@@ -36,6 +36,7 @@ __all__ = [
     "CrashLoopBackOff",
     "exit_code",
     "go_duration",
+    "kill_delay",
     "run_seconds",
     "should_restart",
     "stop_delay",
@@ -51,6 +52,9 @@ DEFAULT_TERMINATION_SECONDS = 1.0
 # The exit codes of a container stopped on SIGTERM, and killed when its grace period ran out.
 SIGTERM_EXIT_CODE = 143
 SIGKILL_EXIT_CODE = 137
+
+# kuberuntime's minimal shutdown window (minimumGracePeriodInSeconds).
+MINIMUM_GRACE_PERIOD_SECONDS = 2
 
 BACKOFF_INITIAL = 10.0
 BACKOFF_MAX = 300.0
@@ -97,6 +101,19 @@ def stop_delay(pod: Pod) -> tuple[float, bool]:
         grace = pod.termination_grace_period_seconds
     if want > grace:
         return float(grace), True
+    return want, False
+
+
+def kill_delay(pod: Pod, grace_period: int) -> tuple[float, bool]:
+    """How long a pod the kubelet itself terminates (an eviction) takes to stop, and whether it
+    is killed: its containers get SIGTERM and stop after ``ksched.io/termination-seconds``
+    (default 1 s), or are killed once the grace period is over -- which the runtime never makes
+    shorter than 2 s (``kuberuntime_container.go`` minimumGracePeriodInSeconds)."""
+    want = _seconds(pod, TERMINATION_SECONDS_ANNOTATION)
+    want = DEFAULT_TERMINATION_SECONDS if want is None else want
+    window = float(max(grace_period, MINIMUM_GRACE_PERIOD_SECONDS))
+    if want > window:
+        return window, True
     return want, False
 
 

@@ -364,9 +364,11 @@ class History:
                                                           else "failed")
             self.add(who, what, f"{ref} on {new.node_name}: {reason} {st.get('message') or ''}".strip())
         dt = new.condition("DisruptionTarget")
-        if dt is not None and dt.get("reason") == "DeletionByTaintManager" and (
-                old is None or old.condition("DisruptionTarget") is None):
-            self.add("taint-eviction-controller", "evicted", f"{ref} on {new.node_name}: {dt.get('message')}")
+        if dt is not None and (old is None or old.condition("DisruptionTarget") is None):
+            if dt.get("reason") == "DeletionByTaintManager":
+                self.add("taint-eviction-controller", "evicted", f"{ref} on {new.node_name}: {dt.get('message')}")
+            elif dt.get("reason") == "TerminationByKubelet" and new.phase != "Failed":
+                self.add("kubelet", "evicting", f"{ref} on {new.node_name}")
         restarts = _restarts(new)
         if old is not None and restarts > _restarts(old):
             last = ((st.get("containerStatuses") or [{}])[0].get("lastState") or {}).get("terminated") or {}
