@@ -1,8 +1,9 @@
 """Scenario timelines (ksched.sim.timeline, ``ksched simulate --timeline``): the zone-outage
 example (zone fails, its nodes go Unknown and are tainted at the zone's eviction rate, their pods
-are evicted 300 s later and the Job's replacements land in the other zones; the zone comes
-back; a drain; the Job's pods complete on the clock), its report and plot, the same result for
-the same timeline and seed, each action, and malformed timelines refused with their path."""
+are evicted 300 s later and the Deployment's and the Job's replacements land in the other zones;
+the zone comes back; a drain; the Job's pods complete on the clock), its report and plot, the
+same result for the same timeline and seed, each action, malformed timelines refused with their
+path, and the node-pressure and GPU-failure examples."""
 
 from __future__ import annotations
 
@@ -53,11 +54,13 @@ def test_zone_outage_example() -> None:
     noexec = sorted(at("tainted", "node.kubernetes.io/unreachable:NoExecute"))
     assert noexec == [180.0, 190.0]
     evicted = [(t, d) for t, s, w, d in ev if w == "evicted" and s == "taint-eviction-controller"]
-    assert [t for t, _ in evicted] == [480.0, 490.0]  # 300 s of DefaultTolerationSeconds
+    assert [t for t, _ in evicted] == [480.0, 490.0, 490.0]  # 300 s of DefaultTolerationSeconds
     assert all(" on a1:" in d or " on a2:" in d for _, d in evicted)
-    # the Job's replacements land in the other zones
+    assert sum(d.startswith("default/web-") for _, d in evicted) == 1
+    # the Deployment's and the Job's replacements land in the other zones
     replaced = [d for t, _, w, d in ev if w == "placed" and 480 <= t < 1200]
-    assert len(replaced) == 2 and all(d.split(" on ")[1][0] in "bc" for d in replaced)
+    assert len(replaced) == 3 and all(d.split(" on ")[1][0] in "bc" for d in replaced)
+    assert sum(d.startswith("default/web-") for d in replaced) == 1
     assert at("restoreZone", "zone-a") == [1200.0]
     assert at("condition", "a1 Ready=True (KubeletReady)") == [1200.0]
     assert at("untainted", "a1 node.kubernetes.io/unreachable:NoExecute") == [1205.0]
@@ -161,3 +164,53 @@ def test_the_cli_refuses_a_bad_timeline_before_simulating(tmp_path: Path) -> Non
     bad.write_text("kind: Timeline\nevents:\n- {at: 1m, failNode: a1, cordon: a1}\n")
     rc, out, err = simulate(str(EXAMPLES / "zone-outage.yaml"), "--timeline", str(bad))
     assert rc == 2 and "want exactly one action, found 2" in err.replace("\n", "") and out == ""
+
+
+def test_gpu_failure_example(tmp_path: Path) -> None:
+    """examples/kubelet/gpu-failure*.yaml: a dead GPU leaves allocatable, the next GPU pod goes to
+    the other node (without the failure it takes the node it prefers), the pod using a GPU that
+    dies keeps running with it."""
+    import yaml
+
+    def run(timeline: Path) -> dict[str, Any]:
+        rc, out, err = simulate(str(EXAMPLES / "gpu-failure.yaml"), "--timeline", str(timeline), "--format", "json")
+        assert rc == 0, err
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    report = run(EXAMPLES / "gpu-failure-timeline.yaml")
+    ev = [(e["t"], e["what"], e["detail"]) for e in report["timeline"]["events"]]
+    assert (0.0, "placed", "default/infer on gpu-1") in ev
+    assert (60.0, "markDeviceUnhealthy", "gpu-1: nvidia.com/gpu gpu-1-b") in ev
+    assert (120.0, "placed", "default/train on gpu-2") in ev
+    pods = {p["name"]: p for p in report["pods"]}
+    assert pods["infer"]["phase"] == "Running" and pods["infer"]["devices"] == {"app": {"nvidia.com/gpu": ["gpu-1-a"]}}
+    assert pods["train"]["devices"] == {"app": {"nvidia.com/gpu": ["gpu-2-a"]}}
+    gpu1 = next(n for n in report["nodes"] if n["name"] == "gpu-1")
+    # at the end gpu-1-a (in use) is dead and gpu-1-b is back
+    assert gpu1["allocatable"]["nvidia.com/gpu"] == "1"
+    doc = yaml.safe_load((EXAMPLES / "gpu-failure-timeline.yaml").read_text())
+    doc["events"] = [e for e in doc["events"] if e.get("at") != "1m"]
+    healthy = tmp_path / "healthy.yaml"
+    healthy.write_text(yaml.safe_dump(doc))
+    pods = {p["name"]: p for p in run(healthy)["pods"]}
+    assert pods["train"]["node"] == "gpu-1"
+
+
+def test_node_pressure_example_with_its_timeline() -> None:
+    """examples/kubelet/node-pressure*.yaml: BestEffort evicted first, then the Burstable pod over
+    its request, never the Guaranteed one; while n1 has MemoryPressure (and its taint) a new
+    BestEffort pod that prefers n1 goes to n2; once the pressure is over it lands on n1."""
+    rc, out, err = simulate(str(EXAMPLES / "node-pressure.yaml"), "--kubelet-config",
+                            str(EXAMPLES / "kubelet-config.yaml"), "--timeline",
+                            str(EXAMPLES / "node-pressure-timeline.yaml"), "--format", "json")
+    assert rc == 0, err
+    report = json.loads(out)
+    ev = [(e["t"], e["source"], e["what"], e["detail"]) for e in report["timeline"]["events"]]
+    evicted = [(t, d.split(" on ")[0]) for t, s, w, d in ev if w == "evicted"]
+    assert evicted == [(221.0, "default/best-effort"), (601.0, "default/burstable-over")]
+    assert [(t, w) for t, _, w, d in ev if "n1 node.kubernetes.io/memory-pressure" in d] == [
+        (165.0, "tainted"), (525.0, "untainted"), (605.0, "tainted"), (905.0, "untainted")]
+    assert (240.0, "scheduler", "placed", "default/during-pressure on n2") in ev
+    assert (1200.0, "scheduler", "placed", "default/after-pressure on n1") in ev
+    pods = {p["name"]: p for p in report["pods"]}
+    assert pods["guaranteed"]["phase"] == "Running" and pods["burstable-under"]["phase"] == "Running"
