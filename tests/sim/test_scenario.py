@@ -71,3 +71,24 @@ def test_the_node_lifecycle_controller_takes_up_a_resync_requested_from_another_
     nlc.process()
     due = nlc.next_wakeup()
     assert due is not None and 0 < due - clock.now() <= 5.0
+
+
+def test_without_kubelets_the_scenario_runs_in_its_own_thread() -> None:
+    """serve --no-kubelet: the actions run on the wall clock in the scenario's thread; the kubelet
+    ones fail as in simulate --no-kubelet, and say so."""
+    from ksched.clock import RealClock
+
+    clock = RealClock()
+    cluster = EmbeddedCluster(clock)
+    cluster.store.create(mknode("n1"))
+    out, err = io.StringIO(), io.StringIO()
+    doc = {"kind": "Timeline", "events": [{"at": "0.1s", "cordon": "n1"}, {"at": "0.2s", "failNode": "n1"}]}
+    scenario = LiveScenario(parse_timeline(doc, "s.yaml"), clock, cluster.client, cluster.store, out=out, err=err)
+    scenario.start(interval=0.01)
+    try:
+        assert scenario.finished.wait(120)
+    finally:
+        scenario.stop()
+    assert cluster.store.get("Node", "", "n1").unschedulable
+    assert err.getvalue() == "scenario: s.yaml: events[1]: failNode: no kubelets are simulated (--no-kubelet)\n"
+    assert out.getvalue().splitlines()[-1] == "scenario: done (2 actions, 1 failed)"

@@ -214,3 +214,11 @@ def test_node_pressure_example_with_its_timeline() -> None:
     assert (1200.0, "scheduler", "placed", "default/after-pressure on n1") in ev
     pods = {p["name"]: p for p in report["pods"]}
     assert pods["guaranteed"]["phase"] == "Running" and pods["burstable-under"]["phase"] == "Running"
+
+
+def test_kubelet_actions_without_kubelets_are_refused_not_fatal() -> None:
+    rc, _, err = simulate(str(EXAMPLES / "zone-outage.yaml"), "--timeline", str(EXAMPLES / "zone-outage-timeline.yaml"),
+                          "--no-kubelet")
+    assert rc == 0
+    assert "events[0]: failZone: no kubelets are simulated (--no-kubelet)" in err
+    assert "events[2]: restoreZone: no kubelets are simulated (--no-kubelet)" in err

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ksched.api.errors import AlreadyExists, ApiError
+from ksched.api.errors import AlreadyExists, ApiError, BadRequest
 from ksched.api.node import LABEL_ZONE, Node
 from ksched.api.pod import Pod
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
@@ -242,7 +242,7 @@ class TimelineRunner:
 
     def _kubelet(self) -> Any:
         if self.sim.kubelet is None:
-            raise ApiError(400, "BadRequest", "no kubelets are simulated (--no-kubelet)")
+            raise BadRequest("no kubelets are simulated (--no-kubelet)")
         return self.sim.kubelet
 
     def _failNode(self, name: str) -> str:
