@@ -450,3 +450,56 @@ def yaml_dump(d: Any) -> str:
     import yaml
 
     return yaml.safe_dump(d)
+
+
+@pytest.mark.parametrize(("url", "want"), [
+    ("http://127.0.0.1:8080", ("127.0.0.1", 8080, "127.0.0.1:8080", "")),
+    ("http://Kube.Example", ("kube.example", 80, "kube.example", "")),
+    ("HTTP://kube.example:80/k8s/clusters/c-1", ("kube.example", 80, "kube.example", "/k8s/clusters/c-1")),
+    ("http://[::1]:6443", ("::1", 6443, "[::1]:6443", "")),
+    ("https://127.0.0.1:6443", None),
+    ("127.0.0.1:8080", None),
+    ("http://user:pw@kube.example", None),
+    ("http://kube.example:notaport", None),
+])
+def test_plain_http_servers_are_read_as_urllib3_reads_them(url: str, want: Any) -> None:
+    from ksched.client.rest import _plain_http
+
+    assert _plain_http(url) == want
+    if want is not None:
+        import urllib3
+
+        u = urllib3.util.parse_url(url)
+        assert (want[0], want[1], want[3]) == (u.host.strip("[]"), u.port or 80, u.path or "")
+
+
+def test_a_plain_http_server_needs_no_urllib3_pool(serve: Any) -> None:
+    """Plain HTTP is connected to directly (TCP_NODELAY set, as urllib3's default), over one
+    keep-alive connection; https or a proxy keep urllib3's pool manager."""
+    seen: list[int] = []
+
+    def handler(ex: Exchange) -> None:
+        seen.append(ex.conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        ex.reply(b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"3"},"items":[]}')
+
+    srv = serve(handler)
+    from kubernetes.client import Configuration
+
+    client = RestClient(Configuration(host=f"http://127.0.0.1:{srv.port}"))
+    assert client.pool is None and type(client.transport) is Transport
+    for _ in range(3):
+        assert client.list("Pod") == ([], "3")
+    assert client.transport.opened == 1 and srv.connections == 1  # type: ignore[union-attr]
+    assert RestClient(Configuration(host="https://127.0.0.1:6443")).pool is not None
+
+
+def test_the_plain_transport_sets_the_configured_socket_options(serve: Any) -> None:
+    from ksched.client.transport import plain_connect
+
+    srv = serve(lambda ex: ex.reply())
+    sock, _ = plain_connect("127.0.0.1", srv.port, [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])(5.0)
+    try:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+    finally:
+        sock.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,50 @@ def test_ksched_bench_restart_repeat_reports_the_median(capsys: pytest.CaptureFi
     assert median_restart([*runs, {"error": "x"}]) == {"error": "x"}
     assert main(["bench", "--restart", "--nodes", "0"]) == EXIT_INVALID_INPUT
     assert main(["bench", "--restart", "--repeat", "0"]) == EXIT_INVALID_INPUT
+
+
+def test_ksched_run_starts_without_the_modules_its_first_decision_does_not_need(tmp_path: Any) -> None:
+    """``ksched run --secure-port 0`` against a plain-HTTP API server schedules a pod without
+    ever importing aiohttp (only the secure serving needs it), urllib3 (only TLS and proxies
+    need it) or rich; the modules are read at exit, after it has bound a pod."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from ksched.apiserver.http import ApiServer
+    from ksched.apiserver.kubeconfig import write_kubeconfig
+    from ksched.apiserver.store import Store
+    from ksched.sim.workloads import node_default, pod_default
+
+    store = Store(auto_create_namespaces=True)
+    store.create(node_default(0), owned=True)
+    store.create(pod_default("p"), owned=True)
+    server = ApiServer(store, "127.0.0.1", 0)
+    server.start()
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('LOADED', sorted(m for m in ('aiohttp', 'urllib3', 'rich') "
+             "if m in sys.modules), flush=True))\n"
+             "from ksched.cli.main import main\n"
+             "sys.exit(main(sys.argv[1:]))\n")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
+    p = subprocess.Popen([sys.executable, "-c", probe, "run", "--kubeconfig", str(kubeconfig), "--secure-port", "0",
+                          "--leader-elect=false"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not store.get("Pod", "default", "p").node_name:  # type: ignore[attr-defined]
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        server.stop()
+    assert p.returncode == 0, err
+    assert "LOADED []" in out, (out, err)

@@ -4,7 +4,8 @@ Configuration, authentication and TLS come from the official Kubernetes Python c
 (kubeconfig with contexts, client certificates, bearer tokens, exec credential plugins,
 in-cluster service accounts). Requests go over pooled keep-alive connections
 (``ksched.client.transport``: connections opened through urllib3 with the configured TLS, the
-HTTP exchange itself done lean; through a proxy, urllib3 does all of it). JSON is decoded with
+HTTP exchange itself done lean; a plain ``http://`` server is connected to directly, without
+importing urllib3 and ssl; through a proxy, urllib3 does all of it). JSON is decoded with
 orjson (``ksched.api.jsoncodec``) and parsed once into ``ksched.api`` objects: the generated model classes are never used
 on the hot path. Watches stream in a background thread per watch, each event decoded as its line
 arrives.
@@ -29,7 +30,7 @@ from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
 from ksched.api.scheme import Scheme
 from ksched.api.watch import WatchEvent
-from ksched.client.transport import Transport, TransportError, Urllib3Transport
+from ksched.client.transport import Transport, TransportError, Urllib3Transport, plain_connect
 
 __all__ = ["RestClient", "RestWatch", "load_client_configuration"]
 
@@ -175,6 +176,37 @@ def _transport(pool: Any, host: str, maxsize: int) -> Transport | Urllib3Transpo
     return Transport(connect, u.host if default else f"{u.host}:{port}", maxsize)
 
 
+def _plain_http(url: str) -> tuple[str, int, str, str] | None:
+    """(host to connect to, port, Host header, path) of an ``http://`` server URL that needs
+    nothing of urllib3 (no TLS), as urllib3's ``parse_url`` reads it; None for anything else
+    (https, no scheme, a URL ``urlsplit`` cannot read), which goes through urllib3."""
+    from urllib.parse import urlsplit
+
+    if url[:7].lower() != "http://":
+        return None
+    try:
+        u = urlsplit(url)
+        host, port = u.hostname, u.port or 80
+    except ValueError:
+        return None
+    if not host or u.username is not None or u.password is not None:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return host, port, shown if port == 80 else f"{shown}:{port}", u.path
+
+
+def _socket_options(cfg: Any) -> Any:
+    """The socket options urllib3 would set for ``cfg`` (see ``pool_manager``): the configured
+    ones, TCP keep-alive ones when asked for, else None (urllib3's default)."""
+    if cfg.socket_options is not None:
+        return cfg.socket_options
+    if getattr(cfg, "keep_alive", False):
+        from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+
+        return tcp_keepalive_socket_options()
+    return None
+
+
 class RestWatch:
     """A watch stream read by a background thread; events are ksched.api objects, decoded line
     by line as the stream delivers them."""
@@ -301,13 +333,22 @@ class RestClient:
         cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, POOL_MAXSIZE)
         self.configuration = cfg
         self.host = cfg.host.rstrip("/")
-        self.pool = pool_manager(cfg)
-        self.transport = _transport(self.pool, self.host, cfg.connection_pool_maxsize)
-        # A path the server is mounted under (https://host/k8s/clusters/c-1), for the lean transport.
-        import urllib3
+        plain = _plain_http(self.host) if not cfg.proxy else None
+        # The urllib3 pool manager opening TLS connections (None for plain HTTP: no urllib3, no ssl).
+        self.pool: Any = None
+        if plain is not None:
+            host, port, host_header, prefix = plain
+            self.transport: Transport | Urllib3Transport = Transport(
+                plain_connect(host, port, _socket_options(cfg)), host_header, cfg.connection_pool_maxsize)
+        else:
+            import urllib3
 
-        self._prefix = "" if isinstance(self.transport, Urllib3Transport) else \
-            (urllib3.util.parse_url(self.host).path or "").rstrip("/")
+            self.pool = pool_manager(cfg)
+            self.transport = _transport(self.pool, self.host, cfg.connection_pool_maxsize)
+            prefix = "" if isinstance(self.transport, Urllib3Transport) else \
+                (urllib3.util.parse_url(self.host).path or "")
+        # A path the server is mounted under (https://host/k8s/clusters/c-1), for the lean transport.
+        self._prefix = prefix.rstrip("/")
         self.field_manager = field_manager
         self.timeout = timeout
         # The kinds this client knows: the built-in ones, and the custom kinds registered by

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ksched.api.duration import DurationError, parse_duration
 from ksched.client.leaderelection import LeaderElectionConfiguration
 
@@ -517,6 +515,8 @@ def load_configuration(path: str | Path) -> SchedulerConfiguration:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read: {e}"], str(p)) from e
+    import yaml  # only here: ``ksched run`` without --config starts without it
+
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:

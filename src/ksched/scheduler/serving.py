@@ -15,7 +15,9 @@ HTTPS on ``--bind-address``:``--secure-port`` (0.0.0.0:10259 by default; port 0 
 
 with each check also at ``<path>/<name>`` and the healthz semantics of ``ksched.healthz``.
 The HTTP machinery is ``ksched.aioserver.BackgroundServer`` (aiohttp in a background thread,
-the same as the API server and the webhook use: TLS, a port picked when 0, a clean stop).
+the same as the API server and the webhook use: TLS, a port picked when 0, a clean stop),
+imported only when something is served: the checks and metrics helpers here are used by
+``ksched run --secure-port 0`` too, which should not pay for aiohttp at start-up.
 
 Known divergences: no delegated authentication or authorization (upstream checks a bearer token
 with TokenReview and SubjectAccessReview for everything but the health paths; here every path
@@ -26,14 +28,15 @@ is open to whoever reaches the port: keep it on the pod network or loopback), no
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from ksched.aioserver import BackgroundServer
 from ksched.healthz import HealthCheck, install, install_not_found
+
+if TYPE_CHECKING:
+    import ssl
+
+    from aiohttp import web
 
 __all__ = ["DEFAULT_SECURE_PORT", "SecureServer", "endpoints_app", "handler_sync_check",
            "register_leader_election_metric", "register_process_metrics"]
@@ -69,6 +72,8 @@ def endpoints_app(*, healthz: Sequence[HealthCheck], readyz: Sequence[HealthChec
                   configz: Callable[[], dict[str, Any]] | None = None) -> web.Application:
     """The endpoints of a control-plane component: health paths, ``/metrics`` from
     ``registry`` and ``/configz`` (``{"componentconfig": configz()}``) when given."""
+    from aiohttp import web
+
     app = web.Application()
     install(app, "/healthz", healthz)
     install(app, "/livez")
@@ -97,6 +102,8 @@ class SecureServer:
 
     def __init__(self, app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext,
                  name: str = "secure-serving") -> None:
+        from ksched.aioserver import BackgroundServer
+
         self._server = BackgroundServer(app, host, port, ssl_context, name)
         self.host = host
 
