@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from embedded import advance
 from ksched.api.errors import (
@@ -259,6 +261,34 @@ def test_list_limit_exact_multiple_and_filters(store: Store) -> None:
         rest, _, tok2 = store.list("Pod", label_selector=parse_label_selector("even=true"), limit=2,
                                    continue_token=tok)
         assert rest == [] and tok2 == ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["create", "delete", "restore"]), st.integers(0, 40)), max_size=30),
+       st.integers(1, 6))
+def test_each_page_continues_the_current_sorted_keys(ops: list[tuple[str, int]], limit: int) -> None:
+    """Pages are found in the store's keys as they are when each page is asked for (the sorted
+    keys are reused only while the store is unchanged): whatever is written between pages, a
+    page holds the first ``limit`` current keys after the previous page's last one."""
+    store = Store(auto_create_namespaces=True)
+    for i in range(0, 40, 3):
+        store.create(mkpod(f"p{i:02d}"))
+    token, last = "", ""
+    for op, i in [*ops, ("page", 0)] * 2:
+        name = f"p{i:02d}"
+        if op == "create" and store.items("Pod") and name not in names(store.items("Pod")):
+            store.create(mkpod(name))
+        elif op == "delete" and name in names(store.items("Pod")):
+            store.delete("Pod", "default", name, grace_period_seconds=0)
+        elif op == "restore":
+            store.restore(store.items("Pod"), store.resource_version)
+        items, _, token = store.list("Pod", limit=limit, continue_token=token)
+        current = sorted(o.key for o in store.items("Pod"))
+        want = [k for k in current if k > last][:limit]
+        assert [o.key for o in items] == want
+        last = items[-1].key if items else last
+        if not token:
+            last = ""
 
 
 @pytest.mark.parametrize("token", ["garbage", base64.urlsafe_b64encode(b"{}").decode(),
