@@ -104,3 +104,32 @@ def test_ksched_run_starts_without_the_modules_its_first_decision_does_not_need(
         server.stop()
     assert p.returncode == 0, err
     assert "LOADED []" in out, (out, err)
+
+
+def test_ksched_run_collects_no_cycles_until_its_handlers_have_synced() -> None:
+    """The cyclic collector is off from the informers' start until the scheduler's handlers have
+    the initial objects, then on again; with no scheduler yet (built on becoming leader) it is
+    not paused at all."""
+    import gc
+    import threading
+    import time
+
+    from ksched.cli.run import _pause_gc, _resume_gc
+
+    synced = threading.Event()
+    try:
+        _pause_gc()
+        assert not gc.isenabled() and gc.get_freeze_count() > 0
+        _resume_gc(synced)
+        assert not gc.isenabled()
+        synced.set()
+        deadline = time.monotonic() + 30
+        while not gc.isenabled():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        _pause_gc()
+        _resume_gc(None)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

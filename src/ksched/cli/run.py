@@ -121,6 +121,37 @@ def _warn_beside_kube_scheduler(names: list[str], le: Any) -> None:
               "ksched for the same pods", file=sys.stderr)
 
 
+def _pause_gc() -> None:
+    """Cyclic garbage collection off while a restart lists the cluster into its cache (turned
+    back on by :func:`_resume_gc`).
+
+    Everything a restart builds before its first decision lives on (pods, nodes, the cache), so
+    the collector's passes over it find nothing: about a tenth of the start-up's CPU with 10 000
+    pods. The objects that exist before the informers start (modules, classes, the
+    configuration) are frozen first, so no later full collection walks them either. Memory
+    freed by reference counting is freed as usual; only cycles wait."""
+    import gc
+
+    gc.freeze()
+    gc.disable()
+
+
+def _resume_gc(synced: threading.Event | None, timeout: float = 60.0) -> None:
+    """Collection back on once ``synced`` is set (the handlers have the initial objects) or
+    after ``timeout``; at once without ``synced`` (a scheduler built later, on becoming leader)."""
+    import gc
+
+    if synced is None:
+        gc.enable()
+        return
+
+    def resume() -> None:
+        synced.wait(timeout)
+        gc.enable()
+
+    threading.Thread(target=resume, name="gc-resume", daemon=True).start()
+
+
 def run(args: argparse.Namespace) -> int:
     """Schedule until SIGINT/SIGTERM (or the parent process is gone); 0, 1 without a usable client,
     when the scheduling loop crashed or the lease was lost, EXIT_INVALID_INPUT for bad input."""
@@ -181,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
                           lambda: component_config(config, kubeconfig))
     if code:
         return code
+    _pause_gc()
     runner.start()
+    _resume_gc(runner.scheduler.handlers_synced if runner.scheduler is not None else None)
     print(f"ksched scheduling pods of {', '.join(names)} on {client.host}", flush=True)
     if elector is not None:
         print(f"leader election on the Lease {le.resource_namespace}/{le.resource_name} as {elector.identity}",

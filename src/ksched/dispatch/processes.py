@@ -37,6 +37,8 @@ class ProcessGroup:
     lease_duration: float | None = None
     lease_namespace: str | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # The children's environment (None: this process's).
+    env: dict[str, str] | None = None
 
     def _common(self) -> list[str]:
         # No secure port: several children share this host (and none is probed).
@@ -57,7 +59,7 @@ class ProcessGroup:
         for lab in labels:
             cmd += ["--instance-label", lab]
         cmd += list(extra)
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=self.env)
         self.processes[name] = p
         return p
 
@@ -67,7 +69,7 @@ class ProcessGroup:
         if self.config:
             cmd += ["--config", self.config]
         cmd += list(extra)
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=self.env)
         self.processes[name] = p
         return p
 
@@ -77,7 +79,7 @@ class ProcessGroup:
             cmd += ["--scheduler-name", n]
         if policy:
             cmd += ["--policy", policy]
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=self.env)
         self.processes["dispatcher"] = p
         return p
 

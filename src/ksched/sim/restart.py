@@ -13,6 +13,13 @@ then start scheduling). Two forms:
   client configuration), to its informers all watching (every list done), and to the first
   decision (the pending pod's binding committed in the store), with the scheduler process's CPU
   seconds and peak RSS at that point.
+
+  The scheduler process reads ksched's modules from compiled bytecode, as an installed package
+  does (pip and container images compile it): the bytecode is written beforehand (``compileall``,
+  which rewrites only what changed) and the child may use it even where
+  ``PYTHONDONTWRITEBYTECODE`` is set, as on the project's machine. Compiling the ~150 modules
+  ``ksched run`` imports from source costs about 0.3 CPU seconds of start-up that no deployed
+  scheduler pays; ``bytecode: false`` measures that case too.
 """
 
 from __future__ import annotations
@@ -86,10 +93,30 @@ def run_restart(nodes: int = 5000, pods: int = 50000, seed: int = 0) -> dict[str
     }
 
 
+def _compiled_env(compile_bytecode: bool) -> dict[str, str]:
+    """The scheduler process's environment: with ``compile_bytecode``, ksched's bytecode
+    written now and readable (and writable) by the child."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    env = dict(os.environ)
+    if not compile_bytecode:
+        return env
+    import ksched
+
+    pkg = str(Path(ksched.__file__).resolve().parent)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=False, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return env
+
+
 def run_restart_remote(nodes: int = 5000, pods: int = 10000, *, verbose: int = 0,
-                       timeout: float = 120.0) -> dict[str, Any]:
+                       timeout: float = 120.0, bytecode: bool = True) -> dict[str, Any]:
     """``ksched run`` started against the embedded API server serving ``nodes`` nodes, ``pods``
-    bound pods and one pending pod; timed from the process's start to the pending pod bound."""
+    bound pods and one pending pod; timed from the process's start to the pending pod bound
+    (ksched's modules read from compiled bytecode unless ``bytecode`` is False)."""
     import tempfile
 
     from ksched.apiserver.http import ApiServer
@@ -127,7 +154,8 @@ def run_restart_remote(nodes: int = 5000, pods: int = 10000, *, verbose: int = 0
     server = ApiServer(store, "127.0.0.1", 0)
     server.start()
     tmp = tempfile.TemporaryDirectory(prefix="ksched-restart-")
-    group = ProcessGroup(str(write_kubeconfig(f"{tmp.name}/kubeconfig", server.url)), verbose=verbose)
+    group = ProcessGroup(str(write_kubeconfig(f"{tmp.name}/kubeconfig", server.url)), verbose=verbose,
+                         env=_compiled_env(bytecode))
     gc.collect()
     gc.freeze()
     error = ""
@@ -165,7 +193,7 @@ def run_restart_remote(nodes: int = 5000, pods: int = 10000, *, verbose: int = 0
         "scheduler_peak_rss_mib": rss,
         "setup_seconds": round(setup_s, 2),
         "exit_codes": codes,
-        "config": {"python": sys.version.split()[0]},
+        "config": {"python": sys.version.split()[0], "bytecode": bytecode},
     }
     if error:
         out["error"] = error
