@@ -87,7 +87,10 @@ def test_list_parses_into_api_objects(client: RestClient, store: Store) -> None:
     store.bind("default", "a", "n1")
     items, rv = client.list("Pod")
     assert rv == str(store.resource_version)
-    assert all(type(p) is Pod for p in items)
+    # Listed pods are Pods decoded lean (Pod.lean: the fields the cache reads first, the rest
+    # on first access), which become plain Pods once decoded in full.
+    assert all(isinstance(p, Pod) for p in items)
+    assert [p.priority for p in items] == [0, 0, 0] and all(type(p) is Pod for p in items)
     by_key = {p.key: p for p in items}
     assert set(by_key) == {"default/a", "default/b", "other/c"}
     a = by_key["default/a"]

@@ -525,7 +525,9 @@ class RestClient:
     def _objects(cls: type[KubeObject], d: Any) -> list[KubeObject]:
         out: list[KubeObject] = []
         api_version, kind = cls.API_VERSION, cls.KIND
-        from_dict = cls.from_dict
+        # Listed pods are mostly bound ones, of which the scheduler's cache reads a few fields:
+        # the rest is decoded on first access (Pod.lean).
+        from_dict = Pod.lean if cls is Pod else cls.from_dict
         for it in d.get("items") or ():
             it.setdefault("apiVersion", api_version)
             it.setdefault("kind", kind)
