@@ -39,6 +39,7 @@ from ksched.client.informer import InformerFactory
 from ksched.clock import DEFAULT_EPOCH, VirtualClock
 from ksched.dispatch.dispatcher import Dispatcher
 from ksched.dispatch.instance import SchedulerInstance
+from ksched.kubelet.dradriver import DRADriver
 from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import FitError
@@ -76,6 +77,8 @@ class MultiSimulation:
         self.dispatch_batch = dispatch_batch
         self.kubelet_informers = InformerFactory(InProcessClient(self.store))
         self.kubelet = FakeKubelet(InProcessClient(self.store), self.kubelet_informers, self.clock)
+        # The node side of DRA (publishes the nodes' devices as ResourceSlices), as in Simulation.
+        self.dra_driver = DRADriver(InProcessClient(self.store), self.kubelet_informers, self.clock)
         self.dispatcher = Dispatcher(InProcessClient(self.store), clock=self.clock)
         self.instances = [
             SchedulerInstance(InProcessClient(self.store), f"sched-{i}", clock=self.clock,
@@ -132,7 +135,8 @@ class MultiSimulation:
         while True:
             self._race()
             self.kubelet_informers.poll()
-            changed = bool(self.kubelet.step())
+            changed = bool(self.dra_driver.step())
+            changed = bool(self.kubelet.step()) or changed
             changed = bool(self.store.finalize_expired()) or changed
             changed = bool(self.cluster.controllers.settle()) or changed
             if changed:
