@@ -450,6 +450,19 @@ def webhook_requests() -> set[Request]:
     store.create(make_pod("late").raw)  # not yet in its view: read directly
     assert hook.check("default", "late", "n1", dry_run=True) is None
     assert hook.check("default", "late", "n-unknown", dry_run=True) is not None
+    # Checks between pods read a claim's access modes and a namespace's labels when they need them.
+    claim = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    store.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+                  "spec": {"accessModes": ["ReadWriteOncePod"], "resources": {"requests": {"storage": "1Gi"}}}})
+    term = {"labelSelector": {}, "namespaceSelector": {}, "topologyKey": "kubernetes.io/hostname"}
+    for name, volumes, terms in (("d0", [claim], []), ("d1", [claim], []), ("d2", [], [term])):
+        p = make_pod(name).raw
+        p["spec"]["volumes"] = volumes
+        p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}
+        store.create(p)
+    assert hook.check("default", "d0", "n1") is None
+    assert hook.check("default", "d1", "n1", dry_run=True) is not None  # the claim is d0's
+    assert hook.check("default", "d2", "n1", dry_run=True) is not None  # d0 is in every namespace's reach
     return rec.requests
 
 

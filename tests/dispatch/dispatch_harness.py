@@ -91,9 +91,12 @@ class Cluster:
     lease_duration: float = 10.0
     policy: DispatchPolicy | None = None
     clock: VirtualClock = field(default_factory=VirtualClock)
+    pod_conflicts: bool = False  # the resolver also checks anti-affinity, spread, ReadWriteOncePod
 
     def __post_init__(self) -> None:
         self.store = Store(self.clock, conflict_resolver=self.resolver)
+        if self.pod_conflicts:
+            self.store.enable_pod_conflicts()
         self.rng = random.Random(self.seed)
         self.dispatcher = Dispatcher(InProcessClient(self.store), clock=self.clock, policy=self.policy)
         self.instances: dict[str, SchedulerInstance] = {}

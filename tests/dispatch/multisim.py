@@ -30,8 +30,11 @@ from typing import Any
 from dispatch_harness import overcommitted
 
 from ksched.api.meta import KubeObject
+from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
+from ksched.api.podconflicts import BoundPods, pod_conflict
+from ksched.api.storage import PersistentVolumeClaim
 from ksched.api.watch import DELETED
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
@@ -72,6 +75,7 @@ class MultiSimulation:
         self.clock = VirtualClock(DEFAULT_EPOCH)
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True)
         self.store = self.cluster.store
+        self.store.enable_pod_conflicts()  # as ksched serve --schedulers N
         self.rng = random.Random(seed)
         self.poll_prob = poll_prob
         self.dispatch_batch = dispatch_batch
@@ -251,6 +255,29 @@ class Outcome:
     pdb_violations: list[str] = field(default_factory=list)
     nodes: dict[str, str] = field(default_factory=dict)
     unsettled: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)  # bound pods whose constraints between pods are broken
+
+
+def broken_constraints(store: Any) -> list[str]:
+    """The bound pods whose required anti-affinity, DoNotSchedule spread or ReadWriteOncePod
+    claim the final state breaks (the resolver's check of ``ksched.api.podconflicts``, made as
+    if each were bound now), by key."""
+    bound = BoundPods()
+    pods = [p for p in store.items("Pod") if isinstance(p, Pod)]
+    for p in pods:
+        bound.add(p)
+    nodes = {n.name: n for n in store.items("Node") if isinstance(n, Node)}
+    namespaces = {ns.name: ns.labels for ns in store.items("Namespace")}
+    claims = {c.key: c for c in store.items("PersistentVolumeClaim") if isinstance(c, PersistentVolumeClaim)}
+    out = []
+    for p in pods:
+        n = nodes.get(p.node_name)
+        if n is None or p.is_terminal:
+            continue
+        if pod_conflict(p, n, bound, nodes=nodes.values(), node_of=nodes.get, ns_labels=namespaces.get,
+                        claim_of=lambda ns, name: claims.get(f"{ns}/{name}")) is not None:
+            out.append(p.key)
+    return sorted(out)
 
 
 def preempted(pod: Pod) -> bool:
@@ -262,7 +289,7 @@ def preempted(pod: Pod) -> bool:
 def outcome(store: Any, gone: Mapping[str, Pod]) -> Outcome:
     """The outcome of a finished run: ``store`` holds what is left, ``gone`` the pods deleted
     on the way (their last state, by key)."""
-    out = Outcome(overcommitted=overcommitted(store), unsettled=unsettled(store))
+    out = Outcome(overcommitted=overcommitted(store), unsettled=unsettled(store), broken=broken_constraints(store))
     for p in store.items("Pod"):
         assert isinstance(p, Pod)
         k = p.key
@@ -355,6 +382,7 @@ class Envelope:
     preempted_per_priority: dict[int, int] = field(default_factory=dict)
     nodes: dict[str, str] = field(default_factory=dict)
     pdb_violations: set[str] = field(default_factory=set)
+    broken: set[str] = field(default_factory=set)  # pods any run left with a constraint broken
     runs: int = 0
 
     @classmethod
@@ -389,6 +417,7 @@ class Envelope:
         for o in outcomes:
             assert not o.overcommitted and not o.unsettled, (o.overcommitted, o.unsettled)
             env.pdb_violations.update(o.pdb_violations)
+            env.broken.update(o.broken)
         for k in outcomes[0].nodes:
             if sizes.get(outcomes[0].classes.get(k, ""), 0) != 1:
                 continue  # a replica: which one lands where is not determined
@@ -399,7 +428,8 @@ class Envelope:
 
     def check_safe(self, out: Outcome) -> list[str]:
         """What must hold however the instances race: no node over-committed, nothing left
-        unsettled, no PDB violated that one scheduler leaves intact."""
+        unsettled, no PDB violated and no constraint between pods broken that one scheduler
+        leaves intact."""
         bad: list[str] = []
         if out.overcommitted:
             bad.append(f"over-committed nodes: {out.overcommitted}")
@@ -407,6 +437,9 @@ class Envelope:
         extra = set(out.pdb_violations) - self.pdb_violations
         if extra:
             bad.append(f"PDBs violated: {sorted(extra)}")
+        broken = set(out.broken) - self.broken
+        if broken:
+            bad.append(f"anti-affinity, spread or ReadWriteOncePod broken for: {sorted(broken)}")
         return bad
 
     def check_victims(self, out: Outcome) -> list[str]:

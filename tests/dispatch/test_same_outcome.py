@@ -132,7 +132,7 @@ def test_instances_reach_one_schedulers_outcome_on_the_examples(example: str) ->
             assert env.check(out) == [], (n, seed)
     for n, seed in ((2, 2), (3, 2)):
         out = run_many(waves, n, seed=seed, poll_prob=0.3)
-        assert out.overcommitted == {} and out.unsettled == [] and set(out.pdb_violations) <= env.pdb_violations
+        assert env.check_safe(out) == [], (n, seed)
 
 
 # Scenarios whose one-scheduler outcome is determined (the same envelope from 8 runs as from 40)
@@ -165,8 +165,10 @@ def test_instances_reach_one_schedulers_outcome_on_the_scenario_clusters(scenari
     for n, seed in ((2, 0), (2, 1), (3, 0), (3, 1)):
         out = run_many(waves, n, seed=seed, poll_prob=1.0)
         assert env.check(out) == [], (n, seed)
-    out = run_many(waves, 2, seed=2, poll_prob=0.3)
-    assert out.overcommitted == {} and out.unsettled == [] and set(out.pdb_violations) <= env.pdb_violations
+    for n, seed, poll in ((2, 2, 0.3), (3, 3, 0.1)):
+        out = run_many(waves, n, seed=seed, poll_prob=poll)
+        # Lagging watches: the resolver still keeps anti-affinity, spread and ReadWriteOncePod.
+        assert env.check_safe(out) == [], (n, seed)
 
 
 def test_the_preemption_scenario_pins_its_nodes_and_victims() -> None:

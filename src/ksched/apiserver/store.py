@@ -64,10 +64,12 @@ from ksched.api.namespace import Namespace
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget, set_disruption_allowed_condition
 from ksched.api.pod import Pod
+from ksched.api.podconflicts import BoundPods, pod_conflict
 from ksched.api.priorityclass import PriorityClass, system_priority_classes
 from ksched.api.resourcequota import ResourceQuota
 from ksched.api.resources import qos_class
 from ksched.api.scheme import Scheme, resource_name
+from ksched.api.storage import PersistentVolumeClaim
 from ksched.api.validation import validate_update
 from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import (
@@ -193,6 +195,9 @@ class Store:
         self._key_order: dict[str, tuple[int, int, list[str]]] = {}
         self.watch_cache = WatchCache(list(self._objects), self._lock, history, start_rv)
         self.accounting = NodeAccounting()
+        # The resolver's checks between pods (anti-affinity, spread, ReadWriteOncePod): off
+        # unless several schedulers share this server (enable_pod_conflicts).
+        self.pod_conflicts: BoundPods | None = None
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
         # generateName suffixes: reproducible for a seed on a virtual clock, random otherwise.
@@ -271,6 +276,9 @@ class Store:
                 self._terminating.pop(obj.key, None)
             self.accounting.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                    new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
+            if self.pod_conflicts is not None:
+                self.pod_conflicts.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
+                                          new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
         elif kind == "Service":
             self.services.observe(old, new if etype != DELETED else None)
         self.watch_cache.commit(kind, etype, old, new, rv)
@@ -402,6 +410,8 @@ class Store:
                 self._objects[k] = {}
             self._key_order.clear()
             self.accounting = NodeAccounting()
+            if self.pod_conflicts is not None:
+                self.pod_conflicts = BoundPods()
             self.services.clear()
             self._terminating = {}
             top = resource_version
@@ -416,6 +426,8 @@ class Store:
                     self.services.observe(None, o)
                 if isinstance(o, Pod):
                     self.accounting.add(o)
+                    if self.pod_conflicts is not None:
+                        self.pod_conflicts.add(o)
                     if o.deletion_timestamp is not None:
                         self._terminating[o.key] = o.deletion_timestamp
                 try:
@@ -1041,6 +1053,8 @@ class Store:
             if self.conflict_resolver:
                 node = self._bucket(Node).get(node_name)
                 why = self.accounting.check(old, node, node_name)  # type: ignore[arg-type]
+                if why is None and self.pod_conflicts is not None and isinstance(node, Node):
+                    why = self._pod_conflict(old, node)
                 if why is not None:
                     raise BindingConflict.over_commit(name, why)
             rv = self._next_rv()
@@ -1073,6 +1087,39 @@ class Store:
             self._commit(Pod, MODIFIED, old, new, rv)
         self._written()
         return new
+
+    def enable_pod_conflicts(self) -> None:
+        """With the conflict resolver on, also refuse bindings that break a required pod
+        anti-affinity, a DoNotSchedule topology spread or a ReadWriteOncePod claim given the pods
+        already bound (``ksched.api.podconflicts``): for several schedulers sharing this server.
+        One scheduler needs none of it (and its own bindings in flight could be refused)."""
+        with self._lock:
+            if self.pod_conflicts is None:
+                bound = BoundPods()
+                for p in self._bucket(Pod).values():
+                    bound.add(p)  # type: ignore[arg-type]
+                self.pod_conflicts = bound
+
+    def _pod_conflict(self, pod: Pod, node: Node) -> str | None:
+        assert self.pod_conflicts is not None
+        nodes = self._bucket(Node)
+        namespaces = self._bucket(Namespace)
+        claims = self._bucket(PersistentVolumeClaim)
+
+        def node_of(name: str) -> Node | None:
+            n = nodes.get(name)
+            return n if isinstance(n, Node) else None
+
+        def ns_labels(name: str) -> dict[str, str] | None:
+            ns = namespaces.get(name)
+            return ns.labels if ns is not None else None
+
+        def claim_of(namespace: str, name: str) -> PersistentVolumeClaim | None:
+            c = claims.get(f"{namespace}/{name}")
+            return c if isinstance(c, PersistentVolumeClaim) else None
+
+        return pod_conflict(pod, node, self.pod_conflicts, nodes=[n for n in nodes.values() if isinstance(n, Node)],
+                            node_of=node_of, ns_labels=ns_labels, claim_of=claim_of)
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> KubeObject:
         """``pods/eviction``: delete the pod unless a PodDisruptionBudget forbids it (429)."""

@@ -110,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --disable-admission-plugins: {e}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     store = cluster.store
+    if args.schedulers and not args.no_scheduler and not args.no_conflict_resolver:
+        # Several schedulers: bindings are also checked against the constraints between pods
+        # (anti-affinity, spread, ReadWriteOncePod) that instances with lagging watches could break.
+        store.enable_pod_conflicts()
     persistence = None
     if args.data:
         from ksched.apiserver.persistence import SqlitePersistence

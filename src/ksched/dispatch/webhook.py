@@ -1,5 +1,7 @@
 """The conflict resolver for real clusters: a ValidatingAdmissionWebhook (AdmissionReview v1,
-HTTPS) for ``pods/binding`` CREATE that denies a binding which would over-commit its node.
+HTTPS) for ``pods/binding`` CREATE that denies a binding which would over-commit its node, or
+break a required pod anti-affinity, a DoNotSchedule topology spread or a ReadWriteOncePod claim
+given the pods already bound (``ksched.api.podconflicts``).
 
 The embedded API server checks bindings itself (``Store(conflict_resolver=True)``); a real
 kube-apiserver does not, so several schedulers binding to one node could over-commit it. This
@@ -36,6 +38,8 @@ from ksched.api.accounting import NodeAccounting
 from ksched.api.errors import ApiError, BindingConflict, NotFound
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.api.podconflicts import BoundPods, pod_conflict
+from ksched.api.storage import PersistentVolumeClaim
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.scheduler.schedule_one import pod_with_node
 
@@ -69,6 +73,7 @@ class BindingWebhook:
         self.monotonic = monotonic
         self.informers = informers or InformerFactory(client)
         self.accounting = NodeAccounting()
+        self.bound = BoundPods()  # the same pods, for the checks between pods
         # Admitted, not yet observed bindings: pod key -> [(node, assumed pod, when)].
         self.admitted: dict[str, list[tuple[str, Pod, float]]] = {}
         self.allowed = 0
@@ -90,19 +95,23 @@ class BindingWebhook:
     def _drop_admitted(self, key: str) -> None:
         for _, assumed, _ in self.admitted.pop(key, ()):
             self.accounting.remove(assumed)
+            self.bound.remove(assumed)
 
     def _on_pod_add(self, pod: Pod) -> None:
         self._settle(pod)
         self.accounting.add(pod)
+        self.bound.add(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
         self._settle(new)
         self.accounting.update(old, new)
+        self.bound.update(old, new)
 
     def _on_pod_delete(self, obj: Any) -> None:
         pod = _unwrap(obj)
         self._drop_admitted(pod.key)
         self.accounting.remove(pod)
+        self.bound.remove(pod)
 
     def _expire(self) -> None:
         limit = self.monotonic() - self.admitted_ttl
@@ -111,6 +120,7 @@ class BindingWebhook:
             for _, assumed, t in self.admitted[key]:
                 if t < limit:
                     self.accounting.remove(assumed)
+                    self.bound.remove(assumed)
             if keep:
                 self.admitted[key] = keep
             else:
@@ -149,6 +159,8 @@ class BindingWebhook:
                 except NotFound:
                     node = None
             why = self.accounting.check(pod, node if isinstance(node, Node) else None, node_name)
+            if why is None and isinstance(node, Node):
+                why = self._pod_conflict(pod, node)
             if why is not None:
                 self.denied += 1
                 return why
@@ -156,8 +168,32 @@ class BindingWebhook:
             if not dry_run:
                 assumed = pod_with_node(pod, node_name)
                 self.accounting.add(assumed)
+                self.bound.add(assumed)
                 self.admitted.setdefault(key, []).append((node_name, assumed, self.monotonic()))
             return None
+
+    def _pod_conflict(self, pod: Pod, node: Node) -> str | None:
+        """Anti-affinity, spread and ReadWriteOncePod against the bound and admitted pods
+        (``ksched.api.podconflicts``). A namespace's labels (for a term's namespaceSelector) and
+        a claim's access modes are read from the API server when a check needs them."""
+        nodes = [n for n in self._nodes.list() if isinstance(n, Node)]
+        by_name = {n.name: n for n in nodes}
+
+        def ns_labels(name: str) -> dict[str, str] | None:
+            try:
+                return self.client.get("Namespace", "", name).labels  # type: ignore[no-any-return]
+            except NotFound:
+                return None
+
+        def claim_of(namespace: str, name: str) -> PersistentVolumeClaim | None:
+            try:
+                c = self.client.get("PersistentVolumeClaim", namespace, name)
+            except NotFound:
+                return None
+            return c if isinstance(c, PersistentVolumeClaim) else None
+
+        return pod_conflict(pod, node, self.bound, nodes=nodes, node_of=by_name.get, ns_labels=ns_labels,
+                            claim_of=claim_of)
 
     def review(self, body: Any) -> dict[str, Any]:
         """Answer one AdmissionReview (raises ValueError on a malformed one)."""

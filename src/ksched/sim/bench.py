@@ -314,6 +314,8 @@ def run_workload_http(w: Workload, schedulers: int, size: str = "full", seed: in
     cluster = EmbeddedCluster(RealClock(), controllers=(*BENCH_CONTROLLERS, *w.controllers), synchronous=False,
                               auto_create_namespaces=True, disable_admission_plugins=BENCH_DISABLED_ADMISSION)
     store = cluster.store
+    if dispatch:
+        store.enable_pod_conflicts()  # as ksched serve --schedulers N
     cluster.start()
     calls = {"bindings": 0, "conflicts": 0}
     orig_bind = store.bind
