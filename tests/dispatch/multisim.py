@@ -29,11 +29,13 @@ from typing import Any
 
 from dispatch_harness import overcommitted
 
+from ksched.api.deviceconflicts import DeviceAllocations, slice_capacity
 from ksched.api.meta import KubeObject
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
 from ksched.api.podconflicts import BoundPods, pod_conflict
+from ksched.api.resource import ResourceClaim
 from ksched.api.storage import PersistentVolumeClaim
 from ksched.api.watch import DELETED
 from ksched.apiserver.inprocess import InProcessClient
@@ -261,7 +263,8 @@ class Outcome:
 def broken_constraints(store: Any) -> list[str]:
     """The bound pods whose required anti-affinity, DoNotSchedule spread or ReadWriteOncePod
     claim the final state breaks (the resolver's check of ``ksched.api.podconflicts``, made as
-    if each were bound now), by key."""
+    if each were bound now), and the claims allocated a device another claim holds
+    (``ksched.api.deviceconflicts``), by key."""
     bound = BoundPods()
     pods = [p for p in store.items("Pod") if isinstance(p, Pod)]
     for p in pods:
@@ -277,6 +280,14 @@ def broken_constraints(store: Any) -> list[str]:
         if pod_conflict(p, n, bound, nodes=nodes.values(), node_of=nodes.get, ns_labels=namespaces.get,
                         claim_of=lambda ns, name: claims.get(f"{ns}/{name}")) is not None:
             out.append(p.key)
+    slices = list(store.items("ResourceSlice"))
+    # A device two claims hold (unless both share it and its capacity suffices).
+    held = DeviceAllocations(lambda key: slice_capacity(slices, key))
+    for c in sorted(store.items("ResourceClaim"), key=lambda c: c.key):
+        if isinstance(c, ResourceClaim):
+            if held.conflict(None, c) is not None:
+                out.append(c.key)
+            held.update(None, c)
     return sorted(out)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from dispatch_harness import Cluster, node, pod
 
-from ksched.api.errors import BindingConflict
+from ksched.api.errors import BindingConflict, Conflict
 from ksched.api.pod import Pod
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
@@ -264,3 +264,57 @@ def test_the_webhook_checks_between_pods_with_the_bindings_it_admitted() -> None
         "PersistentVolumeClaim default/solo-disk has the ReadWriteOncePod access mode and is in use by default/d0")
     assert hook.check("default", "b", "z1-n0", dry_run=True) is None
     assert hook.check("default", "s1", "z0-n0", dry_run=True) is None
+
+
+# ---------------------------------------------------------------- devices (DRA)
+
+
+def claim(name: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
+
+
+def gpu_slice(shared: bool) -> dict[str, Any]:
+    dev: dict[str, Any] = {"name": "gpu-0", "capacity": {"memory": {"value": "48Gi"}}}
+    if shared:
+        dev["allowMultipleAllocations"] = True
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpu"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "z0-n0", "pool": {"name": "n1", "resourceSliceCount": 1},
+                     "devices": [dev]}}
+
+
+def allocate(s: Store, name: str, share: str = "", memory: str = "") -> str | None:
+    """Write an allocation of gpu-0 to claim ``name``; the resolver's refusal, or None."""
+    result: dict[str, Any] = {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}
+    if share:
+        result["shareID"] = share
+    if memory:
+        result["consumedCapacity"] = {"memory": memory}
+    c = s.get("ResourceClaim", "default", name)
+    raw = {**c.raw, "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["z0-n0"]}]}]}}}}
+    try:
+        s.update_status(raw)
+    except Conflict as e:
+        return e.message
+    return None
+
+
+def test_a_device_is_allocated_to_one_claim_unless_shared_within_its_capacity() -> None:
+    s = store([*zoned_nodes(1, 1), gpu_slice(False), claim("c0"), claim("c1")])
+    assert allocate(s, "c0") is None
+    assert allocate(s, "c1") == ('Operation cannot be fulfilled on resourceclaims.resource.k8s.io "c1": device '
+                                 'gpu.example.com/n1/gpu-0 is already allocated to claim default/c0')
+    s.update_status({**s.get("ResourceClaim", "default", "c0").raw, "status": {}})  # deallocated
+    assert allocate(s, "c1") is None
+
+    s = store([*zoned_nodes(1, 1), gpu_slice(True), *(claim(f"s{i}") for i in range(4))])
+    for i in range(3):
+        assert allocate(s, f"s{i}", share=f"id-{i}", memory="16Gi") is None
+    assert allocate(s, "s3", share="id-3", memory="16Gi") == (
+        'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "s3": device gpu.example.com/n1/gpu-0 '
+        'would be over-committed on memory: requested 16Gi, capacity 48Gi, already allocated 48Gi')
+    # Off unless enabled.
+    s = store([*zoned_nodes(1, 1), gpu_slice(False), claim("c0"), claim("c1")], pod_conflicts=False)
+    assert allocate(s, "c0") is None and allocate(s, "c1") is None

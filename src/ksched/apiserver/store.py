@@ -44,6 +44,7 @@ from ksched.api.apiextensions import (
     crd_status,
     validate_crd,
 )
+from ksched.api.deviceconflicts import DeviceAllocations, slice_capacity
 from ksched.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -66,6 +67,7 @@ from ksched.api.pdb import PodDisruptionBudget, set_disruption_allowed_condition
 from ksched.api.pod import Pod
 from ksched.api.podconflicts import BoundPods, pod_conflict
 from ksched.api.priorityclass import PriorityClass, system_priority_classes
+from ksched.api.resource import ResourceClaim, ResourceSlice
 from ksched.api.resourcequota import ResourceQuota
 from ksched.api.resources import qos_class
 from ksched.api.scheme import Scheme, resource_name
@@ -198,6 +200,7 @@ class Store:
         # The resolver's checks between pods (anti-affinity, spread, ReadWriteOncePod): off
         # unless several schedulers share this server (enable_pod_conflicts).
         self.pod_conflicts: BoundPods | None = None
+        self.device_conflicts: DeviceAllocations | None = None  # with them: devices held by claims
         self._uid_counter = itertools.count(1)
         self.deterministic_uids = self.clock.virtual
         # generateName suffixes: reproducible for a seed on a virtual clock, random otherwise.
@@ -279,6 +282,8 @@ class Store:
             if self.pod_conflicts is not None:
                 self.pod_conflicts.update(old if isinstance(old, Pod) else None,  # type: ignore[arg-type]
                                           new if isinstance(new, Pod) and etype != DELETED else None)  # type: ignore[arg-type]
+        elif kind == "ResourceClaim" and self.device_conflicts is not None:
+            self.device_conflicts.update(old, new if etype != DELETED else None)
         elif kind == "Service":
             self.services.observe(old, new if etype != DELETED else None)
         self.watch_cache.commit(kind, etype, old, new, rv)
@@ -412,6 +417,7 @@ class Store:
             self.accounting = NodeAccounting()
             if self.pod_conflicts is not None:
                 self.pod_conflicts = BoundPods()
+                self.device_conflicts = DeviceAllocations(self._device_capacity)
             self.services.clear()
             self._terminating = {}
             top = resource_version
@@ -428,6 +434,8 @@ class Store:
                     self.accounting.add(o)
                     if self.pod_conflicts is not None:
                         self.pod_conflicts.add(o)
+                elif self.device_conflicts is not None:
+                    self.device_conflicts.update(None, o)
                     if o.deletion_timestamp is not None:
                         self._terminating[o.key] = o.deletion_timestamp
                 try:
@@ -685,6 +693,10 @@ class Store:
             self._commit(cls, DELETED, old, gone, rv)
             return gone
         new = _parse(cls, new_raw)
+        if self.device_conflicts is not None and isinstance(new, ResourceClaim) and self.conflict_resolver:
+            why = self.device_conflicts.conflict(old, new)  # type: ignore[arg-type]
+            if why is not None:
+                raise Conflict.of(cls.PLURAL, name, why, _group(cls))
         rv = self._next_rv()
         nmd["resourceVersion"] = str(rv)
         new.resource_version = str(rv)
@@ -1091,14 +1103,22 @@ class Store:
     def enable_pod_conflicts(self) -> None:
         """With the conflict resolver on, also refuse bindings that break a required pod
         anti-affinity, a DoNotSchedule topology spread or a ReadWriteOncePod claim given the pods
-        already bound (``ksched.api.podconflicts``): for several schedulers sharing this server.
-        One scheduler needs none of it (and its own bindings in flight could be refused)."""
+        already bound (``ksched.api.podconflicts``), and claim writes that allocate a device
+        another claim holds (``ksched.api.deviceconflicts``): for several schedulers sharing this
+        server. One scheduler needs none of it (and its own bindings in flight could be refused)."""
         with self._lock:
             if self.pod_conflicts is None:
                 bound = BoundPods()
                 for p in self._bucket(Pod).values():
                     bound.add(p)  # type: ignore[arg-type]
+                devices = DeviceAllocations(self._device_capacity)
+                for c in self._bucket(ResourceClaim).values():
+                    devices.update(None, c)
                 self.pod_conflicts = bound
+                self.device_conflicts = devices
+
+    def _device_capacity(self, key: tuple[str, str, str]) -> dict[str, int] | None:
+        return slice_capacity(self._bucket(ResourceSlice).values(), key)
 
     def _pod_conflict(self, pod: Pod, node: Node) -> str | None:
         assert self.pod_conflicts is not None
