@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -69,11 +70,23 @@ def example_sets() -> list[Path]:
     return out
 
 
-# Examples where N instances are only safe, settled and preempt as one scheduler, not yet the
-# same in every count: examples/cluster as rewritten on main with Deployments (zone spread,
-# anti-affinity): two instances bind about 6 more priority-0 pods than one scheduler ever does
-# (306 against 300 of 323), not yet explained.
-NOT_YET_THE_SAME = {"cluster"}
+# Where N instances differ from one scheduler in ksched simulate, and only there: on
+# examples/cluster (rewritten with Deployments) they bind the 6 replicas of data/dpdk-gateway
+# (hugepages nodes only: 306 pods against 300), which one scheduler leaves pending because on a
+# virtual clock the 30 kafka pods fail PreBind at once (their claims' provisioner cannot run
+# while the binding cycle waits) and keep the nominated node their binding cycle wrote, so the
+# hugepages nodes' CPUs stay reserved for them when dpdk-gateway is tried; the kafka pods then
+# land where their provisioned volumes pin them. ksched serve, one scheduler on a real clock,
+# binds dpdk-gateway as the instances do (docs/multi-scheduler.md). Every other count, verdict
+# and node must agree.
+# (Where the kafka pods and which dpdk replicas land is not determined by one scheduler's
+# envelope: only the count shows.)
+KNOWN_DIFFERENCES = {"cluster": (re.compile(r"^bound_per_priority\[0\]: 102, one scheduler: 96$"),)}
+
+
+def unexplained(example: str, bad: list[str]) -> list[str]:
+    known = KNOWN_DIFFERENCES.get(example, ())
+    return [b for b in bad if not any(k.match(b) for k in known)]
 
 
 @functools.cache
@@ -126,10 +139,7 @@ def test_instances_reach_one_schedulers_outcome_on_the_examples(example: str) ->
     waves = example_waves(example)
     for n, seed in ((2, 0), (2, 1), (3, 0), (3, 1)):
         out = run_many(waves, n, seed=seed, poll_prob=1.0)
-        if example in NOT_YET_THE_SAME:
-            assert env.check_safe(out) == [] and env.check_victims(out) == [], (n, seed)
-        else:
-            assert env.check(out) == [], (n, seed)
+        assert unexplained(example, env.check(out)) == [], (n, seed)
     for n, seed in ((2, 2), (3, 2)):
         out = run_many(waves, n, seed=seed, poll_prob=0.3)
         assert env.check_safe(out) == [], (n, seed)
