@@ -280,6 +280,18 @@ def _children(proc: subprocess.Popen[str]) -> list[int]:
     return []
 
 
+def _listening(proc: subprocess.Popen[str], kc: Path, timeout: float = 300) -> None:
+    """Wait until the server says it listens (it has written its kubeconfig by then)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        if "listening on" in line:
+            break
+    while not (kc.exists() and kc.stat().st_size > 0):
+        assert proc.poll() is None and time.monotonic() < deadline, "ksched serve did not start"
+        time.sleep(0.2)
+
+
 def _stop(proc: subprocess.Popen[str], pids: list[int]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -321,6 +333,7 @@ def test_serve_with_two_scheduler_processes_reaches_one_schedulers_outcome(tmp_p
         assert len(two_pids) == 3, two_pids
         env = one_scheduler(f"example:{example.name}")  # meanwhile
         loaded = example_waves(example.name)[0]
+        _listening(one, one_kc)
         one_client, two_client = RestClient(kubeconfig=str(one_kc)), RestClient(kubeconfig=str(two_kc))
         out_two = _served_outcome(two_client, loaded, timeout=300)
         out_one = _served_outcome(one_client, loaded, timeout=300)
