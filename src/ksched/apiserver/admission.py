@@ -201,19 +201,28 @@ def _limit_ranges(lookup: Lookup, namespace: str) -> list[LimitRange]:
 
 
 def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset(), *,
-              existing: bool = False) -> None:
-    """API defaulting and the mutating plugins on a new pod (in place); raises Forbidden."""
+              existing: bool = False) -> bool:
+    """API defaulting and the mutating plugins on a new pod (in place); raises Forbidden.
+
+    Returns whether the pod stays valid if it was valid before: True when only the steps that
+    set valid values on any valid pod ran (API defaults, requests copied from valid limits, the
+    service account's name, the priority of a PriorityClass, the default tolerations); False
+    when LimitRanger or RuntimeClass may have changed it (a LimitRange's default limit below
+    the pod's request makes it invalid). A store that was handed an already validated pod
+    validates it again only then."""
     default_pod(raw)
     md = raw.get("metadata") or {}
     namespace = str(md.get("namespace") or "default")
     name = _display_name(raw)
     if existing:
         _priority(raw, lookup, True)
-        return
+        return True
+    keeps_validity = True
     if "LimitRanger" not in disabled:
         ranges = _limit_ranges(lookup, namespace)
         if ranges:
             limitranger.mutate_pod(raw, ranges)
+            keeps_validity = False
     if "ServiceAccount" not in disabled:
         why = _service_account(raw, namespace, lookup)
         if why:
@@ -227,9 +236,12 @@ def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = fr
     if "DefaultTolerationSeconds" not in disabled:
         _default_tolerations(raw["spec"])
     if "RuntimeClass" not in disabled:
+        if raw["spec"].get("runtimeClassName") is not None:
+            keeps_validity = False  # its overhead, node selector and tolerations may be merged in
         why = runtimeclass.admit(raw, _runtime_class_getter(lookup))
         if why:
             raise forbidden("pods", name, why)
+    return keeps_validity
 
 
 def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str] = frozenset(),

@@ -448,12 +448,15 @@ class Store:
     # ------------------------------------------------------------------ create
 
     def create(self, obj: dict[str, Any] | KubeObject, namespace: str | None = None, *,
-               owned: bool = False, existing: bool = False) -> KubeObject:
+               owned: bool = False, existing: bool = False, validated: bool = False) -> KubeObject:
         """Create an object. ``owned=True`` hands the manifest over (no defensive copy): the
         caller built it for this call and will not touch it again. ``existing=True``: the object
         was exported from another cluster (a ``kubectl get -o yaml`` dump, a snapshot) and keeps
         its uid, creation time, generation and status; admission that already ran there (defaults,
-        limits, priority, quota) does not refuse or change it again."""
+        limits, priority, quota) does not refuse or change it again. ``validated=True``: the
+        manifest passed :func:`ksched.api.validation.validate` as it is given (the loader did, so
+        its errors name the file and document); a pod is then validated again only where
+        admission may have made it invalid (LimitRanger, RuntimeClass, a generated name)."""
         raw = obj if owned and isinstance(obj, dict) else deep_copy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
@@ -465,7 +468,7 @@ class Store:
                                      "on the request")
                 md["namespace"] = namespace
         with self._lock:
-            obj = self._create_unlocked(raw, existing)
+            obj = self._create_unlocked(raw, existing, validated and namespace is None)
         self._written()
         return obj
 
@@ -484,7 +487,7 @@ class Store:
             raise BadRequest(str(UnknownKindError(str(av or ""), str(kind or ""))))
         return cls
 
-    def _create_unlocked(self, raw: dict[str, Any], existing: bool = False) -> KubeObject:
+    def _create_unlocked(self, raw: dict[str, Any], existing: bool = False, validated: bool = False) -> KubeObject:
         cls = self._kind_of(raw)
         raw.setdefault("apiVersion", cls.API_VERSION)
         md = raw.get("metadata")
@@ -499,6 +502,7 @@ class Store:
         kept = {f: md[f] for f in _EXISTING_KEEPS if f in md} if existing else {}
         if not md.get("name") and md.get("generateName"):
             md["name"] = self._generate_name(cls, md)
+            validated = False  # the generated name is checked
         name = md.get("name") or ""
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
@@ -513,9 +517,10 @@ class Store:
             raw["status"] = kept_status
         if cls is Pod:
             try:
-                admit_pod(raw, self._lookup, self.disabled_admission, existing=existing)
+                # Still valid if it was: a pod the caller validated is not validated again.
+                validated = admit_pod(raw, self._lookup, self.disabled_admission, existing=existing) and validated
             except (TypeError, AttributeError, ValueError):
-                pass  # malformed: validation below says where
+                validated = False  # malformed: validation below says where
         elif cls is PriorityClass:
             admit_priority_class(raw, self._lookup, self.disabled_admission)
         else:
@@ -530,7 +535,8 @@ class Store:
             errors = prepare(raw, lambda: kept.get("uid") or self._new_uid()) + errors
             if status is not None:
                 raw["status"] = status
-        errors = self.scheme.validate(raw, cls) + errors
+        if not (validated and cls is Pod):
+            errors = self.scheme.validate(raw, cls) + errors
         if errors:
             raise Invalid.of(cls.KIND, str(name), errors, _group(cls))
         if cls.NAMESPACED:

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     existing = [i for i, m in enumerate(res.manifests) if m.existing]
     # The manifests are handed to the store (no copy), which may change them: name them first.
     refs = [m.ref for m in res.manifests]
-    for i, e in sim.load(res.objects, existing, owned=True):
+    for i, e in sim.load(res.objects, existing, owned=True, validated=True):
         m = res.manifests[i]
         errors.append((m.source, m.index, f"{m.where}: {refs[i]}: {e.message}"))
     if sim.last_load.orphaned and not errors:

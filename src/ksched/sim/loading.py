@@ -125,13 +125,15 @@ def _merge(store: Store, raw: dict[str, Any]) -> None:
 
 
 def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], existing: Collection[int] = (),
-                 *, skip_present: bool = False, owned: bool = False) -> LoadReport:
+                 *, skip_present: bool = False, owned: bool = False, validated: bool = False) -> LoadReport:
     """Create ``objects`` in ``store`` (``existing``: indices of those exported from another
     cluster). ``skip_present``: an object already there (but those every fresh cluster has, which
     are merged) is left as it is -- a restart that loads the same manifests again -- instead of
     being reported. ``owned``: the caller hands the manifests over (the store takes them without
     a copy and may change them); those a fresh cluster has are still copied, as a refused create
-    falls back to merging them."""
+    falls back to merging them. ``validated``: every object passed validation as it is given
+    (``ksched.api.loader.build_objects`` validates, naming file, document and field path); the
+    store then validates a pod again only where admission may have made it invalid."""
     report = LoadReport()
     raws = [_raw(o) for o in objects]
     existing = set(existing)
@@ -153,7 +155,8 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
         md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         key = (_kind(raw), str(md.get("namespace") or ""), str(md.get("name") or ""))
         try:
-            store.create(raw, existing=is_existing, owned=owned and not _fresh_cluster_object(raw))
+            store.create(raw, existing=is_existing, owned=owned and not _fresh_cluster_object(raw),
+                         validated=validated)
             created.add(key)
         except AlreadyExists as e:
             if key in created or not md.get("name"):

@@ -159,7 +159,7 @@ def run_simulate_realistic(size: str = "full", seed: int = 0, nodes: int | None 
         existing = [i for i, m in enumerate(res.manifests) if m.existing]
         refs = [m.ref for m in res.manifests]
         errors += [f"{res.manifests[i].where}: {refs[i]}: {e.message}"
-                   for i, e in sim.load(res.objects, existing, owned=True)]
+                   for i, e in sim.load(res.objects, existing, owned=True, validated=True)]
         t_load = time.perf_counter()
         c_load = time.process_time()
         del manifests, res

@@ -67,15 +67,19 @@ class Simulation:
         self.timeline = TimelineRunner(self, actions, self.history)
 
     def load(self, objects: Iterable[KubeObject | dict[str, Any]],
-             existing: Iterable[int] = (), *, owned: bool = False) -> list[tuple[int, ApiError]]:
+             existing: Iterable[int] = (), *, owned: bool = False,
+             validated: bool = False) -> list[tuple[int, ApiError]]:
         """Create objects in dependency order (``ksched.sim.loading``); ``existing``: indices of
         the objects exported from another cluster; ``owned``: the caller hands their manifests
-        over (no copy; the store may change them). Returns (index in the input, error) for each
+        over (no copy; the store may change them); ``validated``: they passed validation as they
+        are (the loader's ``build_objects``), so a pod is validated again only where admission may
+        have made it invalid. Returns (index in the input, error) for each
         refused; :attr:`last_load` has the whole report. The controllers start once everything is
         loaded, so they adopt what a dump holds (bound pods of its ReplicaSets, its revisions)
         rather than making their own."""
         with self.cluster.controllers.held():
-            self.last_load = load_objects(self.store, list(objects), set(existing), owned=owned)
+            self.last_load = load_objects(self.store, list(objects), set(existing), owned=owned,
+                                          validated=validated)
         return self.last_load.errors
 
     def _next_timer(self) -> float | None:
