@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ksched.api.loader import LoadResult, Manifest, build_objects, read_manifests
     from ksched.scheduler.config import ConfigError, load_configuration
+    from ksched.sim.gcpacing import fewer_collections
     from ksched.sim.report import build_report, render_table, write_markdown_report
     from ksched.sim.simulation import Simulation
 
@@ -100,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
             return 1
         manifests = got
     res = LoadResult()
-    manifests.extend(read_manifests(args.paths, res))
-    build_objects(manifests, res, unknown_kinds="skip")
+    with fewer_collections():
+        manifests.extend(read_manifests(args.paths, res))
+        build_objects(manifests, res, unknown_kinds="skip")
     errors: list[tuple[str, int, str]] = [(e.source, e.index if e.index is not None else -1, str(e))
                                           for e in res.errors]
     for kind, skipped in sorted(res.skipped.items()):

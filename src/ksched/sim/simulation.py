@@ -18,6 +18,7 @@ from ksched.kubelet.fake import FakeKubelet
 from ksched.scheduler.config import SchedulerConfiguration
 from ksched.scheduler.scheduler import Scheduler
 from ksched.sim.cluster import EmbeddedCluster
+from ksched.sim.gcpacing import fewer_collections
 from ksched.sim.loading import LOAD_ORDER, LoadReport, load_objects
 
 __all__ = ["LOAD_ORDER", "Simulation", "SimulationResult"]
@@ -77,7 +78,7 @@ class Simulation:
         refused; :attr:`last_load` has the whole report. The controllers start once everything is
         loaded, so they adopt what a dump holds (bound pods of its ReplicaSets, its revisions)
         rather than making their own."""
-        with self.cluster.controllers.held():
+        with self.cluster.controllers.held(), fewer_collections():
             self.last_load = load_objects(self.store, list(objects), set(existing), owned=owned,
                                           validated=validated)
         return self.last_load.errors
@@ -107,6 +108,10 @@ class Simulation:
         """Run until nothing more can change: no pod ready to schedule, no binding or start-up
         pending, no timer left but the periodic retry of unschedulable pods (which, in a cluster
         nothing else changes, gives the same answer again)."""
+        with fewer_collections():
+            return self._run(max_seconds, progress)
+
+    def _run(self, max_seconds: float, progress: Callable[[Simulation], None] | None) -> SimulationResult:
         start = self.clock.now()
         last_change = start
         steps = 0
