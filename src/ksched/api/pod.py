@@ -226,6 +226,21 @@ class Pod(KubeObject):
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.start_time: float | None = parse_time(status.get("startTime"))
 
+    def with_status(self, raw: dict[str, Any]) -> Pod:
+        """``Pod(raw)`` for a manifest whose metadata and spec are this pod's (the same values: a
+        write of the status subresource), sharing this pod's parsed metadata and spec instead of
+        parsing them again; only the status is read. Values cached on this pod (``cached()``) are
+        not carried over: some read the status."""
+        new = self.shallow_copy()
+        new.raw = raw
+        status = raw.get("status") or {}
+        new.phase = status.get("phase") or PHASE_PENDING
+        new.conditions = status.get("conditions") or []
+        new.nominated_node_name = status.get("nominatedNodeName") or ""
+        new.start_time = parse_time(status.get("startTime"))
+        new._cache = None
+        return new
+
     # ---- derived values, computed once per object --------------------------------------
 
     def cached(self) -> dict[str, Any]:

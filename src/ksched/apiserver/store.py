@@ -118,10 +118,13 @@ def _group(cls: type[KubeObject]) -> str:
     return cls.API_VERSION.rpartition("/")[0]
 
 
-def _parse(cls: type[KubeObject], raw: dict[str, Any]) -> KubeObject:
+def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None = None) -> KubeObject:
     """The typed object of a validated manifest; a shape validation does not check (a status of
-    the wrong type) is refused as invalid rather than crashing the write."""
+    the wrong type) is refused as invalid rather than crashing the write. ``same_spec_as``: a
+    stored pod with the same metadata and spec (a status write), whose parsed parts are shared."""
     try:
+        if same_spec_as is not None:
+            return same_spec_as.with_status(raw)
         return cls.from_dict(raw)
     except (TypeError, AttributeError, ValueError) as e:
         md = raw.get("metadata") or {}
@@ -678,8 +681,9 @@ class Store:
                 errors = prepare_for_update(cls.KIND_KEY, old, new_raw, self.services)
             except (TypeError, AttributeError, ValueError):
                 pass  # malformed: validation below says where
-        if not (cls is Pod and subresource == "status" and new_raw.get("spec") is old.raw.get("spec")
-                and new_raw["metadata"] == old.raw.get("metadata")):
+        status_only = (cls is Pod and subresource == "status" and new_raw.get("spec") is old.raw.get("spec")
+                       and new_raw["metadata"] == old.raw.get("metadata"))
+        if not status_only:
             # A pod's validation reads its metadata and spec only: a status write that keeps both
             # (the very spec object, equal metadata) cannot make them invalid.
             errors = self.scheme.validate(new_raw, cls) + errors
@@ -698,7 +702,7 @@ class Store:
             gone = cls.from_dict(_with_meta(new_raw, resourceVersion=str(rv)))
             self._commit(cls, DELETED, old, gone, rv)
             return gone
-        new = _parse(cls, new_raw)
+        new = _parse(cls, new_raw, old if status_only and type(old) is Pod else None)  # type: ignore[arg-type]
         if self.device_conflicts is not None and isinstance(new, ResourceClaim) and self.conflict_resolver:
             why = self.device_conflicts.conflict(old, new)  # type: ignore[arg-type]
             if why is not None:
