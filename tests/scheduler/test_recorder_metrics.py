@@ -60,7 +60,7 @@ def test_disabled_recorder_and_api_errors():
     class Refusing:
         store = None
 
-        def create(self, obj, owned=False):
+        def create(self, obj, owned=False, validated=False):
             raise Forbidden("events are forbidden")
 
     rec.client = Refusing()

@@ -37,9 +37,10 @@ class InProcessClient:
     def get(self, kind: str, namespace: str, name: str) -> KubeObject:
         return self.store.get(kind, namespace, name)
 
-    def create(self, obj: dict[str, Any] | KubeObject, owned: bool = False) -> KubeObject:
-        """``owned``: the caller built the manifest for this call alone (no copy is made)."""
-        return self.store.create(obj, owned=owned)
+    def create(self, obj: dict[str, Any] | KubeObject, owned: bool = False, validated: bool = False) -> KubeObject:
+        """``owned``: the caller built the manifest for this call alone (no copy is made);
+        ``validated``: it is valid as given (``Store.create``)."""
+        return self.store.create(obj, owned=owned, validated=validated)
 
     def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
         return self.store.update(obj, subresource)

@@ -109,6 +109,9 @@ _STATUS_WRITES_ANNOTATIONS = frozenset(("Deployment", "ReplicaSet", "StatefulSet
 # Kinds whose generation also counts changes of their annotations (a Deployment copies them to its
 # ReplicaSets).
 _GENERATION_COUNTS_ANNOTATIONS = frozenset(("Deployment",))
+# Kinds whose creation changes nothing their validation reads (no admission or create strategy
+# of theirs does): a manifest validated as given is not validated again.
+_CREATED_AS_GIVEN = frozenset(("Event",))
 # Pod spec fields an update may change (upstream's ValidatePodUpdate allows these, roughly).
 _POD_MUTABLE_SPEC = frozenset(("activeDeadlineSeconds", "tolerations", "schedulingGates",
                                "terminationGracePeriodSeconds"))
@@ -458,8 +461,9 @@ class Store:
         its uid, creation time, generation and status; admission that already ran there (defaults,
         limits, priority, quota) does not refuse or change it again. ``validated=True``: the
         manifest passed :func:`ksched.api.validation.validate` as it is given (the loader did, so
-        its errors name the file and document); a pod is then validated again only where
-        admission may have made it invalid (LimitRanger, RuntimeClass, a generated name)."""
+        its errors name the file and document; the event recorder builds valid Events); a pod is
+        then validated again only where admission may have made it invalid (LimitRanger,
+        RuntimeClass, a generated name), an Event not at all."""
         raw = obj if owned and isinstance(obj, dict) else deep_copy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
@@ -538,7 +542,7 @@ class Store:
             errors = prepare(raw, lambda: kept.get("uid") or self._new_uid()) + errors
             if status is not None:
                 raw["status"] = status
-        if not (validated and cls is Pod):
+        if not (validated and (cls is Pod or kind in _CREATED_AS_GIVEN)):
             errors = self.scheme.validate(raw, cls) + errors
         if errors:
             raise Invalid.of(cls.KIND, str(name), errors, _group(cls))

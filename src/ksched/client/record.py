@@ -30,8 +30,9 @@ class EventRecorder:
         # a controller's) never pick the same name for events about one object.
         self._tag = zlib.crc32(component.encode()) & 0xFFFF
         self.recorded = 0
-        # The in-process client can take ownership of the manifests we build (no copy).
-        self._owned = {"owned": True} if hasattr(client, "store") else {}
+        # The in-process client can take ownership of the manifests we build (no copy), which are
+        # valid Events (a name, an involvedObject): its store need not validate them again.
+        self._owned = {"owned": True, "validated": True} if hasattr(client, "store") else {}
 
     def event(self, obj: KubeObject, etype: str, reason: str, action: str, message: str) -> None:
         if not self.enabled:
