@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ksched.api.accounting import NodeAccounting
 from ksched.api.meta import _slot_names
 from ksched.api.pod import Pod
 from ksched.apiserver.store import Store
@@ -92,3 +93,29 @@ def test_status_writes_in_the_store_share_the_spec_and_equal_a_full_parse() -> N
     done = store.patch("Pod", "default", "p", {"status": {"phase": "Succeeded"}}, subresource="status")
     assert structure(done) == structure(Pod(done.raw)) and done.is_terminal
     assert store.accounting.usage["n1"].pods == 0
+
+
+def usage_from_scratch(pods: list[Pod]) -> dict[str, Any]:
+    acc = NodeAccounting()
+    for p in pods:
+        acc.add(p)
+    return {n: (u.requested, u.pods, u.ports, u.pod_keys) for n, u in acc.usage.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(SPECS, st.lists(st.tuples(st.booleans(), STATUSES), min_size=1, max_size=6))
+def test_node_accounting_of_status_writes_equals_a_recount(spec: dict[str, Any],
+                                                           writes: list[tuple[bool, dict[str, Any]]]) -> None:
+    """Accounting skips a write that charges the node the same (a status write sharing the
+    parsed spec); what it holds is always what counting the current version from scratch gives."""
+    acc = NodeAccounting()
+    cur = Pod(manifest(spec, {}))
+    acc.update(None, cur)
+    for full_parse, status in writes:
+        raw = dict(cur.raw)
+        raw["status"] = status
+        new = Pod(raw) if full_parse else cur.with_status(raw)
+        acc.update(cur, new)
+        cur = new
+        assert {n: (u.requested, u.pods, u.ports, u.pod_keys) for n, u in acc.usage.items() if u.pods} == \
+            {n: v for n, v in usage_from_scratch([cur]).items() if v[1]}

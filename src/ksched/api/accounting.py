@@ -42,6 +42,15 @@ def counts_on_node(pod: Pod) -> bool:
     return bool(pod.node_name) and not pod.is_terminal
 
 
+def _same_charge(old: Pod, new: Pod) -> bool:
+    """Whether two versions of a pod charge the same node with the same requests and ports:
+    the same node and terminal state, and the very parsed containers, overhead and pod-level
+    requests (a status write shares them: ``Pod.with_status``)."""
+    return (old.node_name == new.node_name and old.is_terminal == new.is_terminal and old.key == new.key
+            and old.containers is new.containers and old.init_containers is new.init_containers
+            and old.overhead is new.overhead and old.pod_level_requests is new.pod_level_requests)
+
+
 class NodeAccounting:
     """Sum of the requests of the pods bound to each node (terminal pods excluded)."""
 
@@ -82,6 +91,8 @@ class NodeAccounting:
                     del u.ports[(proto, port)]
 
     def update(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None and new is not None and _same_charge(old, new):
+            return  # a status write: what the pod charges its node is unchanged
         if old is not None:
             self.remove(old)
         if new is not None:
