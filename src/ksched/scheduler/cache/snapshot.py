@@ -1,5 +1,6 @@
 """The snapshot a scheduling cycle reads: NodeInfos (cloned from the cache) and the columnar
-node table, updated incrementally (only nodes whose generation changed are copied)."""
+node table, updated incrementally (only nodes whose generation changed are copied), and the
+matching-pod counts per selector derived from them (``pod_counts.py``, built on first use)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import NodeTable, ResourceColumns
+from ksched.scheduler.cache.pod_counts import PodCountIndex
 from ksched.scheduler.framework.types import NodeInfo, NodeList
 
 __all__ = ["Snapshot", "zone_key"]
@@ -56,6 +58,7 @@ class Snapshot:
         # Per-node derived values shared by pods with the same spec (taint verdicts for a set of
         # tolerations, node-affinity matches, ...): key -> (function of a NodeInfo, array by row).
         self._row_values: BoundedCache[object, tuple[Callable[[NodeInfo], object], np.ndarray]] = BoundedCache()
+        self._pod_counts: PodCountIndex | None = None
 
     # ---- lookups -------------------------------------------------------------------
 
@@ -119,6 +122,12 @@ class Snapshot:
 
     def is_pvc_used_by_pods(self, key: str) -> bool:
         return key in self._pvc_counts
+
+    def pod_counts(self) -> PodCountIndex:
+        """Matching pods per row for (namespace, selector), kept across cycles (``pod_counts.py``)."""
+        if self._pod_counts is None:
+            self._pod_counts = PodCountIndex(self)
+        return self._pod_counts
 
     def row_values(self, key: object, fn: Callable[[NodeInfo], object], dtype: type = bool) -> np.ndarray:
         """``fn(node_info)`` for every row (free rows hold the dtype's zero), cached under ``key``

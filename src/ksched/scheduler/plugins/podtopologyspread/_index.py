@@ -9,10 +9,14 @@ date from the rows that changed.
   node lacks the label.
 - Which domain a node's pods count toward for a constraint shape (keys required, inclusion
   policies) is another per-row array kept by ``row_values`` (``_eligible_domains``).
-- Matching-pod counts per node row are cached per (namespace, selector), and their sums per
-  domain per (namespace, selector, constraint shape); both are updated only for rows whose node
-  generation changed since the previous cycle (``_RowCache``). Filter turns the per-domain counts
-  into a per-domain verdict and gathers it by row; Score gathers per-domain counts by row.
+- Matching pods per node row for a (namespace, selector) come from the snapshot's count index
+  (``ksched.scheduler.cache.pod_counts``), moved by the pods added, removed and updated rather
+  than counted again; their sums per domain are kept per (namespace, selector, constraint
+  shape) and refreshed on the rows changed since the previous cycle (``_RowCache``), so a cycle
+  costs O(domains + changed rows) whatever the number of distinct selectors. Filter turns the
+  per-domain counts into a per-domain verdict and gathers it by row; Score gathers per-domain
+  counts by row. With the framework's ``vectorize`` off, every node's pods are counted again
+  instead (the reference the fast path is tested against).
 
 Divergences from upstream, knowingly:
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -141,77 +145,45 @@ def _fit(a: np.ndarray, n: int) -> np.ndarray:
 # ---------------------------------------------------------------- matching-pod counts per row
 
 
-class _RowCounts:
-    """Matching pods per row for one (namespace, selector), with the generation counted at."""
-
-    __slots__ = ("counts", "gens", "synced_at", "version")
-
-    def __init__(self, n: int) -> None:
-        self.gens = np.full(n, -1, dtype=np.int64)
-        self.counts = np.zeros(n, dtype=np.int64)
-        self.version = -1
-        self.synced_at = -1  # the snapshot generation every row was counted at (-1: not yet)
-
-    def fit(self, n: int) -> None:
-        if len(self.gens) < n:
-            extra = n - len(self.gens)
-            self.gens = np.concatenate([self.gens, np.full(extra, -1, dtype=np.int64)])
-            self.counts = np.concatenate([self.counts, np.zeros(extra, dtype=np.int64)])
-
-
 class _DomainSums:
     """Matching pods and eligible nodes per domain id over all rows, for one (namespace,
-    selector, eligible-domain array); each row's contribution is replaced when its generation
-    changes. Index 0 collects the rows that do not count."""
+    selector, eligible-domain array); the contributions of the rows changed since the last
+    refresh are replaced. Index 0 collects the rows that do not count."""
 
-    __slots__ = ("gens", "nodes", "row_cnt", "row_dom", "sums", "synced_at", "version")
-
-    FULL_REBUILD = 256
+    __slots__ = ("nodes", "row_cnt", "row_dom", "sums", "synced_at")
 
     def __init__(self) -> None:
-        self.version = -1
         self.synced_at = -1
-        self.gens = np.zeros(0, dtype=np.int64)
         self.row_dom = np.zeros(0, dtype=np.int64)
         self.row_cnt = np.zeros(0, dtype=np.int64)
         self.sums = np.zeros(1, dtype=np.int64)
         self.nodes = np.zeros(1, dtype=np.int64)
 
-    def refresh(self, gens: np.ndarray, row_dom: np.ndarray, counts: np.ndarray, size: int,
-                changed: np.ndarray | None = None) -> None:
-        """``changed``: the rows changed since the last refresh (a superset of those whose
-        generation differs), when the caller knows them."""
-        n = len(gens)
-        if len(self.gens) != n:
-            stale = None
-        else:
-            stale = changed if changed is not None else np.flatnonzero(self.gens != gens)
-            if not stale.size:
-                self.grow(size)
-                return
-            if stale.size > self.FULL_REBUILD:
-                stale = None
-        if stale is None:
+    def refresh(self, row_dom: np.ndarray, counts: np.ndarray, size: int, changed: np.ndarray | None) -> None:
+        """``changed``: the rows whose domain or count may differ since the last refresh (None:
+        unknown, rebuild)."""
+        n = len(counts)
+        if changed is None or len(self.row_dom) != n or (changed.size > 64 and 4 * changed.size > n):
             dom = row_dom[:n].copy()
             cnt = counts[:n].copy()
             size = max(size, int(dom.max()) + 1 if n else 1)
             self.sums = np.bincount(dom, weights=cnt, minlength=size).astype(np.int64)
             self.nodes = np.bincount(dom, minlength=size).astype(np.int64)
-            self.row_dom, self.row_cnt, self.gens = dom, cnt, gens.copy()
+            self.row_dom, self.row_cnt = dom, cnt
             return
-        self.grow(max(size, int(row_dom[stale].max()) + 1))
-        sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
-        for r in stale.tolist():
-            od = rd[r]
-            sums[od] -= rc[r]
-            nodes[od] -= 1
-            nd = row_dom[r]
-            nc = counts[r]
-            sums[nd] += nc
-            nodes[nd] += 1
-            rd[r] = nd
-            rc[r] = nc
-        self.gens[stale] = gens[stale]
+        if changed.size:
+            od = self.row_dom[changed]
+            oc = self.row_cnt[changed]
+            nd = row_dom[changed]
+            nc = counts[changed]
+            self.grow(max(size, int(nd.max()) + 1))
+            np.subtract.at(self.sums, od, oc)
+            np.subtract.at(self.nodes, od, 1)
+            np.add.at(self.sums, nd, nc)
+            np.add.at(self.nodes, nd, 1)
+            self.row_dom[changed] = nd
+            self.row_cnt[changed] = nc
+        self.grow(size)
 
     def grow(self, size: int) -> None:
         if len(self.sums) < size:
@@ -220,71 +192,47 @@ class _DomainSums:
 
 
 class _RowCache:
-    """Per snapshot: matching pods per row for each (namespace, selector), and per-domain sums
-    for each (namespace, selector, eligible-domain array), recounted only on rows whose node
-    generation changed since they were last counted."""
+    """Matching pods per row for (namespace, selector), and per-domain sums for (namespace,
+    selector, eligible-domain array).
+
+    Two ways to count, chosen per call by ``incremental()`` (the framework's ``vectorize``):
+    the snapshot's ``PodCountIndex`` (counts moved by the pods that changed; the per-domain sums
+    kept per snapshot and refreshed on the rows changed since), or the reference: every pod of
+    every row counted again (upstream's countPodsMatchSelector on each node), sums built anew."""
 
     MAX_ENTRIES = 128
 
-    def __init__(self) -> None:
+    def __init__(self, incremental: Callable[[], bool]) -> None:
+        self.incremental = incremental
         self._snap: weakref.ReferenceType[Snapshot] | None = None
+        self._infos: Any = None
         self._table: Any = None
-        self._gens_at: tuple[int, int] = (-1, -1)
-        self._gens = np.zeros(0, dtype=np.int64)
-        self._version = 0  # bumped whenever the row generations are re-read
-        self._counts: OrderedDict[tuple[Any, ...], _RowCounts] = OrderedDict()
         self._sums: OrderedDict[tuple[Any, ...], _DomainSums] = OrderedDict()
-
-    def row_generations(self, snapshot: Snapshot) -> np.ndarray:
-        snap = self._snap() if self._snap is not None else None
-        if snap is not snapshot or self._table is not snapshot.table:
-            self._snap = weakref.ref(snapshot)
-            self._table = snapshot.table
-            self._counts.clear()
-            self._sums.clear()
-            self._gens_at = (-1, -1)
-        stamp = (snapshot.generation, len(snapshot.gen_array))
-        if stamp != self._gens_at:
-            self._gens = snapshot.gen_array
-            self._gens_at = stamp
-            self._version += 1
-        return self._gens
 
     def counts(self, snapshot: Snapshot, namespace: str, selector: _Selector) -> np.ndarray:
         """Matching pods by row (length ``len(snapshot.infos)``); do not modify."""
-        gens = self.row_generations(snapshot)
-        n = len(gens)
+        infos = snapshot.infos
         if selector.empty or selector.labels.is_nothing():
-            return np.zeros(n, dtype=np.int64)
-        key = (namespace, selector)
-        e = self._counts.get(key)
-        if e is None:
-            e = self._counts[key] = _RowCounts(n)
-            if len(self._counts) > self.MAX_ENTRIES:
-                self._counts.popitem(last=False)
-        else:
-            self._counts.move_to_end(key)
-            if e.version == self._version:
-                return e.counts[:n]
-            e.fit(n)
-        e.version = self._version
-        # Rows changed since the last count: the snapshot knows them (usually one or two).
-        stale = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else \
-            np.flatnonzero(e.gens[:n] != gens)
-        e.synced_at = snapshot.generation
-        if stale.size:
-            infos = snapshot.infos
-            counts = e.counts
-            for r in stale.tolist():
-                ni = infos[r]
-                counts[r] = _count_matching(ni.pods, selector, namespace) if ni is not None else 0
-            e.gens[stale] = gens[stale]
-        return e.counts[:n]
+            return np.zeros(len(infos), dtype=np.int64)
+        if self.incremental():
+            return snapshot.pod_counts().counts(namespace, selector.labels)
+        return np.array([_count_matching(ni.pods, selector, namespace) if ni is not None else 0 for ni in infos],
+                        dtype=np.int64)
 
     def domain_sums(self, snapshot: Snapshot, namespace: str, selector: _Selector, rkey: tuple[Any, ...],
                     row_dom: np.ndarray, size: int) -> _DomainSums:
         """Per-domain sums over all rows; ``row_dom`` from ``_eligible_domains`` (key ``rkey``)."""
         counts = self.counts(snapshot, namespace, selector)
+        if not self.incremental():
+            e = _DomainSums()
+            e.refresh(row_dom, counts, size, None)
+            return e
+        snap = self._snap() if self._snap is not None else None
+        if snap is not snapshot or self._infos is not snapshot.infos or self._table is not snapshot.table:
+            self._snap = weakref.ref(snapshot)
+            self._infos = snapshot.infos
+            self._table = snapshot.table
+            self._sums.clear()
         key = (namespace, selector, rkey)
         e = self._sums.get(key)
         if e is None:
@@ -293,11 +241,7 @@ class _RowCache:
                 self._sums.popitem(last=False)
         else:
             self._sums.move_to_end(key)
-            if e.version == self._version:
-                e.grow(size)
-                return e
-        e.version = self._version
         changed = snapshot.changed_rows_since(e.synced_at) if e.synced_at >= 0 else None
         e.synced_at = snapshot.generation
-        e.refresh(self._gens, row_dom, counts, size, changed)
+        e.refresh(row_dom, counts, size, changed)
         return e

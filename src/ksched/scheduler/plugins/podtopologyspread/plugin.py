@@ -100,7 +100,7 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
         raw_defaults: Sequence[dict[str, Any]] = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(a.get("defaultConstraints") or ()))
         self.default_constraints: tuple[dict[str, Any], ...] = tuple(raw_defaults)
-        self._rows = _RowCache()
+        self._rows = _RowCache(self._incremental_counts)
         self._token = ("podtopologyspread.defaults", next(_INSTANCES))
         self._missing_label = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
@@ -190,6 +190,11 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
         return _default_selector(pod, self._lister)
 
     # ------------------------------------------------------------ the snapshot (shared lister)
+
+    def _incremental_counts(self) -> bool:
+        """Matching pods from the snapshot's count index (the fast path), or counted again on every
+        node (the reference, with the framework's ``vectorize`` off)."""
+        return bool(getattr(self.handle, "vectorize", True)) if self.handle is not None else True
 
     def _snapshot(self) -> Snapshot | None:
         return getattr(self.handle, "snapshot", None) if self.handle is not None else None
