@@ -3,8 +3,9 @@
 Upstream's PreFilter and PreScore walk every pod on every node once per scheduling cycle. Here
 the walk is replaced by an index over the snapshot's NodeInfos that is brought up to date at the
 start of each cycle by looking only at the rows whose NodeInfo changed (the cache replaces a
-snapshot NodeInfo, and bumps its generation, whenever its node or pods change), so the
-per-cycle work is proportional to what changed, not to the size of the cluster.
+snapshot NodeInfo, and bumps its generation, whenever its node or pods change; the snapshot
+names those rows, ``Snapshot.changed_rows_since``), so the per-cycle work is proportional to
+what changed, not to the size of the cluster.
 
 The index groups what matters to the plugin:
 
@@ -340,9 +341,16 @@ class Index:
     def sync(self) -> None:
         cur = self.src
         seen = self.seen
+        snap = self.snapshot
+        if snap is not None and snap.infos is cur and len(seen) == len(cur) and self.seen_generation > 0:
+            # The snapshot records which rows it changed (every changed row gets a generation
+            # past the one it had): O(changed rows), not a comparison of every row.
+            if snap.generation != self.seen_generation:
+                self._update(snap.changed_rows_since(self.seen_generation).tolist())
+                self.seen_generation = snap.generation
+            return
         if len(cur) == len(seen) and cur == seen:
             return
-        snap = self.snapshot
         gen_array = getattr(snap, "gen_array", None)
         if gen_array is not None and len(seen) == len(cur) == len(gen_array) and snap.infos is cur:
             # Rows changed at the generation seen last were handled then (their NodeInfo is
