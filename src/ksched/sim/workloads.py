@@ -264,6 +264,29 @@ def _preferred_topology_spreading() -> Workload:
                     upstream_threshold=340, small_init=[1000], small_measured=1000)
 
 
+# Not upstream's: the spreading workloads with one selector per app (issue 17: many distinct
+# selectors), pods of the apps in turn.
+_SELECTOR_APPS = 50
+
+
+def _app_spreading(name: str, ns: str, when: str) -> Manifest:
+    """pod-with-topology-spreading.yaml, but of app ``i % 50`` (the pod's number ``i``), spreading
+    over that app's own pods."""
+    app = f"app-{int(name.rsplit('-', 1)[1]) % _SELECTOR_APPS}"
+    return pod_default(name, ns, labels={"app": app}, spec={"topologySpreadConstraints": [{
+        "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": {"app": app}}}]})
+
+
+def _many_selectors(name: str, when: str) -> Workload:
+    return Workload(name,
+                    f"as {'Preferred' if when == 'ScheduleAnyway' else ''}TopologySpreading ({when}), but the pods "
+                    f"are of {_SELECTOR_APPS} apps in turn, each spreading over its own pods (not upstream's)",
+                    5000, _moons, [Phase(5000, lambda n, ns: _app_spreading(n, ns, when))],
+                    Phase(5000, lambda n, ns: _app_spreading(n, ns, when)),
+                    small_init=[1000], small_measured=1000)
+
+
 def _csi_pvs() -> Workload:
     return Workload("SchedulingCSIPVs",
                     "5000 nodes with CSI limits, 5000 init + 5000 measured pods each with its own CSI PV",
@@ -427,6 +450,9 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "SchedulingNodeAffinity": _node_affinity,
     "TopologySpreading": _topology_spreading,
     "PreferredTopologySpreading": _preferred_topology_spreading,
+    "TopologySpreadingManySelectors": lambda: _many_selectors("TopologySpreadingManySelectors", "DoNotSchedule"),
+    "PreferredTopologySpreadingManySelectors": lambda: _many_selectors("PreferredTopologySpreadingManySelectors",
+                                                                      "ScheduleAnyway"),
     "SchedulingCSIPVs": _csi_pvs,
     "MixedSchedulingBasePod": _mixed,
     "PreemptionBasic": _preemption_basic,
