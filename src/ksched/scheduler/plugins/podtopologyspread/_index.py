@@ -152,6 +152,10 @@ class _DomainSums:
 
     __slots__ = ("nodes", "row_cnt", "row_dom", "sums", "synced_at")
 
+    # Up to this many changed rows are updated one by one (a row or two: one cycle's binding),
+    # more with four ufunc.at calls (about the cost of four rows one by one).
+    SCALAR_ROWS = 4
+
     def __init__(self) -> None:
         self.synced_at = -1
         self.row_dom = np.zeros(0, dtype=np.int64)
@@ -171,7 +175,20 @@ class _DomainSums:
             self.nodes = np.bincount(dom, minlength=size).astype(np.int64)
             self.row_dom, self.row_cnt = dom, cnt
             return
-        if changed.size:
+        if 0 < changed.size <= self.SCALAR_ROWS:
+            self.grow(max(size, int(row_dom[changed].max()) + 1))
+            sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
+            for r in changed.tolist():
+                od = int(rd[r])
+                sums[od] -= rc[r]
+                nodes[od] -= 1
+                nd = int(row_dom[r])
+                nc = counts[r]
+                sums[nd] += nc
+                nodes[nd] += 1
+                rd[r] = nd
+                rc[r] = nc
+        elif changed.size:
             od = self.row_dom[changed]
             oc = self.row_cnt[changed]
             nd = row_dom[changed]
