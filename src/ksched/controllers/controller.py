@@ -99,6 +99,12 @@ class WorkQueue:
         self._queued.discard(key)
         return key
 
+    def due(self, key: Hashable) -> float | None:
+        """When ``key`` is to be synced: now if it is ready, its time if it waits, else None."""
+        if key in self._queued:
+            return self.clock.now()
+        return self._waiting.get(key)
+
     def next_wakeup(self) -> float | None:
         """When the earliest delayed key becomes ready."""
         self._drop_superseded()

@@ -32,7 +32,9 @@ while a taint waits for its zone's rate limiter or follows a new Ready condition
 a heartbeat that looks old (more than 20 s) would pass the grace period (the simulated kubelet
 renews its Leases whenever the clock moves on, so a live node is always fresh by then), and on
 the simulation's hint (``resync``) while a failed node still shows Ready. Lease renewals are
-read at the passes, not waited for.
+read at the passes, not waited for; a simulation whose kubelets hold their renewals in memory
+writes them before a pass (``monitor_due``, and ``before_monitor``, called at the start of a
+pass: the Leases it writes are read at once).
 Nodes without a Lease in ``kube-node-lease`` (nodes no simulated kubelet runs, such as
 scheduler_perf's fake nodes) are left alone. The node startup grace period does not apply (the
 kubelet posts Ready when it registers the node). No nodes are deleted for a cloud provider.
@@ -43,6 +45,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,6 +169,8 @@ class NodeLifecycleController(Controller):
         self._fresh: dict[str, Node] = {}
         self._kubelets: set[str] = set()  # nodes with a Lease in kube-node-lease
         self._resync_requested = False
+        # Called at the start of a pass; True when it wrote Leases (they are read at once).
+        self.before_monitor: Callable[[], bool] | None = None
         self.leases.add_handler(EventHandler(self._on_lease, lambda o, n: self._on_lease(n), self._on_lease_gone))
         self.nodes.add_handler(EventHandler(lambda n: self._wake(), lambda o, n: self._on_node_update(o, n),
                                             self._on_node_delete))
@@ -199,6 +204,10 @@ class NodeLifecycleController(Controller):
             self._resync_requested = False
             self._wake()
         return super().process(limit)
+
+    def monitor_due(self) -> float | None:
+        """When the next pass is due (None: none is waiting)."""
+        return self.queue.due(_MONITOR)
 
     def _on_node_update(self, old: Node, new: Node) -> None:
         if old.raw.get("status") != new.raw.get("status") or old.unschedulable != new.unschedulable:
@@ -241,6 +250,8 @@ class NodeLifecycleController(Controller):
 
     def _monitor(self) -> None:
         """monitorNodeHealth: one pass over the nodes with a kubelet."""
+        if self.before_monitor is not None and self.before_monitor():
+            self.leases.poll()
         now = self.clock.now()
         monitored = self._monitored()
         observed: dict[str, str] = {}

@@ -90,14 +90,15 @@ class FakeKubelet:
 
     def __init__(self, client: Any, informers: InformerFactory, clock: Any, startup_delay: float = 0.0,
                  admit_handler_factories: list[AdmitHandlerFactory] | None = None,
-                 record_events: bool = True, eviction_configs: list[EvictionConfig] | None = None) -> None:
+                 record_events: bool = True, eviction_configs: list[EvictionConfig] | None = None,
+                 lazy_leases: bool = False) -> None:
         self.client = client
         self.clock = clock
         self.startup_delay = startup_delay
         self.admit_handler_factories = admit_handler_factories
         self._admit_handlers: dict[str, PodAdmitHandlers] = {}
         self.recorder = EventRecorder(client, clock, component="kubelet", enabled=record_events)
-        self.heartbeats = NodeHeartbeats(client, clock)
+        self.heartbeats = NodeHeartbeats(client, clock, lazy=lazy_leases)
         self.pressure = NodePressure(self, eviction_configs)
         self._deferred: dict[str, list[tuple[str, str, str]]] = {}  # down node -> (action, key, uid)
         self._bad_usage: set[str] = set()

@@ -11,11 +11,21 @@ on timers of their own; and while a failed node still shows Ready, the renewals 
 nodes run on their 10 s timers (so the node lifecycle controller sees who stopped). The Ready
 condition's ``lastHeartbeatTime`` is written when the condition changes (upstream also posts it
 at least every 5 minutes).
+
+Lazy renewals (``lazy=True``, what ``ksched.sim.simulation`` uses): a renewal that is due is
+kept in memory -- the same renew times as above, at the same instants -- and the Leases are
+written with them by ``flush``, which the simulation calls before anything reads a Lease (a
+pass of the node lifecycle controller, a timeline action, the end of a run). Every reader sees
+the Lease it would have seen with a write per renewal (same ``renewTime`` and holder; only the
+resourceVersions differ), and a day on 1000 nodes makes a few thousand Lease writes instead of
+hundreds of thousands. The eager path (``lazy=False``, a write per renewal) is the reference;
+``tests/sim/test_node_fast_paths_agree.py`` holds the two to the same outcome.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError, NotFound
@@ -37,13 +47,19 @@ def ready_condition(node: Node) -> dict[str, Any] | None:
 
 
 class NodeHeartbeats:
-    def __init__(self, client: Any, clock: Any, renew_interval: float = RENEW_INTERVAL) -> None:
+    def __init__(self, client: Any, clock: Any, renew_interval: float = RENEW_INTERVAL, lazy: bool = False) -> None:
         self.client = client
         self.clock = clock
         self.renew_interval = renew_interval
+        self.lazy = lazy
         self.renewed: dict[str, float] = {}  # node -> last renewal
         self.down: set[str] = set()
         self._pending: list[str] = []  # nodes to register at the next step
+        self._written: dict[str, float] = {}  # node -> the renewTime its Lease has in the store
+        self._held = False  # lazy: renewals not yet written
+        # At most the earliest last renewal of a live node: nothing is due before it is an
+        # interval old (``renew`` runs at every kubelet step).
+        self._oldest = math.inf
 
     # ---------------------------------------------------------------- registration
 
@@ -53,6 +69,7 @@ class NodeHeartbeats:
 
     def forget(self, name: str) -> None:
         self.renewed.pop(name, None)
+        self._written.pop(name, None)
         self.down.discard(name)
 
     def register_pending(self, get_node: Any) -> int:
@@ -121,14 +138,42 @@ class NodeHeartbeats:
             log.debug("kubelet: renewing the lease of %s: %s", name, e)
             return
         self.renewed[name] = now
+        self._written[name] = now
+        self._oldest = min(self._oldest, now)
 
     def renew(self) -> int:
-        """Renew the lease of every live node whose last renewal is a renew interval old."""
+        """Renew the lease of every live node whose last renewal is a renew interval old (held
+        in memory until ``flush`` when lazy)."""
         now = self.clock.now()
+        if now - self._oldest < self.renew_interval - 1e-9:
+            return 0
         n = 0
         for name, last in list(self.renewed.items()):
             if name not in self.down and now - last >= self.renew_interval - 1e-9:
-                self._renew(name, now, create=True)
+                if self.lazy:
+                    self.renewed[name] = now
+                    self._held = True
+                else:
+                    self._renew(name, now, create=True)
+                n += 1
+        self._oldest = min((t for name, t in self.renewed.items() if name not in self.down), default=math.inf)
+        return n
+
+    def held(self) -> bool:
+        """Whether renewals are waiting to be written (lazy)."""
+        return self._held
+
+    def flush(self) -> int:
+        """Write every Lease whose latest renewal is not in the store yet; returns how many."""
+        if not self._held:
+            return 0
+        self._held = False
+        n = 0
+        for name, t in list(self.renewed.items()):
+            if self._written.get(name) != t:
+                self._renew(name, t, create=True)
+                if self._written.get(name) != t:
+                    self._held = True  # the write failed: the next flush tries again
                 n += 1
         return n
 

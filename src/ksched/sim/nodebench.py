@@ -2,8 +2,8 @@
 zones, P pods with diurnal memory and CPU usage profiles (steps every 6 h, some pods ramping),
 and a timeline over a simulated day: a zone fails at 6 h and comes back at 8 h, one node's
 system usage spikes at 12 h (memory pressure, evictions), a node is drained at 18 h. Reports
-the wall time of loading, of scheduling the pods, and of the simulated day, with what happened
-(evictions by cause, placements)."""
+the wall and CPU time of loading, of scheduling the pods, and of the simulated day, with what
+happened (evictions by cause, placements)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ksched.api.pod import Pod
 from ksched.sim.simulation import Simulation
 from ksched.sim.timeline import parse_timeline
 
-__all__ = ["run_node_side"]
+__all__ = ["node_side_day", "run_node_side"]
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 DAY = 24 * 3600.0
@@ -49,13 +49,20 @@ def _pod(i: int) -> dict[str, Any]:
 
 
 def run_node_side(n_nodes: int, n_pods: int, seed: int = 0, seconds: float = DAY) -> dict[str, Any]:
-    sim = Simulation(seed=seed, record_events=False)
-    w0 = time.perf_counter()
+    return node_side_day(n_nodes, n_pods, seed, seconds)[1]
+
+
+def node_side_day(n_nodes: int, n_pods: int, seed: int = 0, seconds: float = DAY,
+                  reference: bool = False) -> tuple[Simulation, dict[str, Any]]:
+    """The benchmark's run and the simulation it ran; ``reference``: the node side's reference
+    paths instead of its fast paths (``lazy_leases=False``), for tests that hold them equal."""
+    sim = Simulation(seed=seed, record_events=False, lazy_leases=not reference)
+    w0, c0 = time.perf_counter(), time.process_time()
     sim.load([_node(i) for i in range(n_nodes)])
     sim.load([_pod(i) for i in range(n_pods)])
-    w1 = time.perf_counter()
+    w1, c1 = time.perf_counter(), time.process_time()
     sim.run(max_seconds=0)  # schedule what is there
-    w2 = time.perf_counter()
+    w2, c2 = time.perf_counter(), time.process_time()
     timeline = {"kind": "Timeline", "events": [
         {"at": 6 * 3600, "failZone": "zone-a"},
         {"at": 8 * 3600, "restoreZone": "zone-a"},
@@ -66,14 +73,17 @@ def run_node_side(n_nodes: int, n_pods: int, seed: int = 0, seconds: float = DAY
     sim.use_timeline(parse_timeline(timeline, "node-side benchmark"))
     sim.history.sample_every = 3600.0
     result = sim.run(max_seconds=seconds)
-    w3 = time.perf_counter()
+    w3, c3 = time.perf_counter(), time.process_time()
     rows = sim.history.rows
     pods = [p for p in sim.store.items("Pod") if isinstance(p, Pod)]
-    return {
+    return sim, {
         "benchmark": "NodeSideDay", "nodes": n_nodes, "pods": n_pods, "seed": seed,
         "simulated_seconds": round(result.virtual_seconds, 1),
         "load_seconds": round(w1 - w0, 2), "schedule_seconds": round(w2 - w1, 2), "day_seconds": round(w3 - w2, 2),
         "total_seconds": round(w3 - w0, 2),
+        # CPU seconds of this process: the steadier figure on a shared machine
+        "load_cpu_seconds": round(c1 - c0, 2), "schedule_cpu_seconds": round(c2 - c1, 2),
+        "day_cpu_seconds": round(c3 - c2, 2), "total_cpu_seconds": round(c3 - c0, 2),
         "evicted_by_kubelet": sum(1 for r in rows if r[2] == "evicted" and r[1] == "kubelet"),
         "evicted_by_taint_manager": sum(1 for r in rows if r[2] == "evicted" and r[1] == "taint-eviction-controller"),
         "placed_during_day": sum(1 for r in rows if r[2] == "placed"),

@@ -1,6 +1,13 @@
 """A simulated cluster on a virtual clock: the embedded API store and controllers, the scheduler
 (single-threaded, deterministic for a seed), a simulated kubelet; ``run`` advances time from one timer to the next
-until nothing more can change."""
+until nothing more can change.
+
+The kubelets hold their Lease renewals in memory (``lazy_leases``, ``ksched.kubelet.nodestatus``)
+and the simulation writes them where the eager path would have had them read: when the clock
+reaches a pass of the node lifecycle controller (right where the eager renewals are written),
+before a timeline action and at the end of a run; the controller's pass also asks for them
+itself (a ``progress`` callback, which looks at pods, may find older Leases). ``lazy_leases=False``
+is the reference path (a write per renewal)."""
 
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ class Simulation:
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
                  vectorize: bool = True, conflict_resolver: bool = True, batching: bool = True,
                  disable_admission_plugins: Iterable[str] = (),
-                 eviction_configs: list[EvictionConfig] | None = None) -> None:
+                 eviction_configs: list[EvictionConfig] | None = None, lazy_leases: bool = True) -> None:
         self.clock = VirtualClock(start)
         # generateName suffixes (the controllers' pods) come from the seed too.
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
@@ -50,8 +57,12 @@ class Simulation:
         self.scheduler = Scheduler(self.client, config, clock=self.clock, informers=self.informers, seed=seed,
                                    explain=explain, record_events=record_events, vectorize=vectorize,
                                    record_attempts=True, batching=batching)
-        self.kubelet = FakeKubelet(self.client, self.informers, self.clock,
-                                   eviction_configs=eviction_configs) if kubelet else None
+        self.kubelet = FakeKubelet(self.client, self.informers, self.clock, eviction_configs=eviction_configs,
+                                   lazy_leases=lazy_leases) if kubelet else None
+        self._node_lifecycle: Any = next((c for c in self.cluster.controllers.controllers
+                                          if c.name == "node-lifecycle-controller"), None)
+        if self.kubelet is not None and lazy_leases and self._node_lifecycle is not None:
+            self._node_lifecycle.before_monitor = self._flush_leases
         self.last_load = LoadReport()
         # The node side of DRA: publishes the nodes' devices as ResourceSlices.
         self.dra_driver = DRADriver(self.client, self.informers, self.clock) if kubelet else None
@@ -98,10 +109,19 @@ class Simulation:
     def _resync_node_lifecycle(self) -> None:
         """While a failed node still shows Ready, the node lifecycle controller passes on each
         heartbeat tick, as its 5 s loop would (its passes otherwise follow changes only)."""
-        for c in self.cluster.controllers.controllers:
-            resync = getattr(c, "resync", None)
-            if c.name == "node-lifecycle-controller" and resync is not None:
-                resync()
+        c = self._node_lifecycle
+        if c is not None:
+            c.resync()
+
+    def _flush_leases(self) -> bool:
+        """Write the Lease renewals the kubelets hold (lazy); True when any was written."""
+        return self.kubelet is not None and self.kubelet.heartbeats.flush() > 0
+
+    def _leases_read_now(self) -> bool:
+        """Whether a pass of the node lifecycle controller (the Leases' reader) is due now."""
+        c = self._node_lifecycle
+        due = c.monitor_due() if c is not None else None
+        return due is not None and due <= self.clock.now()
 
     def run(self, max_seconds: float = 7 * 24 * 3600.0,
             progress: Callable[[Simulation], None] | None = None) -> SimulationResult:
@@ -121,6 +141,11 @@ class Simulation:
         while True:
             rv = self.store.resource_version
             if self.timeline is not None:
+                t = self.timeline.next_time()
+                if t is not None and t <= self.clock.now() + 1e-9:
+                    with controllers.held(settle=lambda: False):
+                        self._flush_leases()  # the eager path wrote them before this turn
+                    rv = self.store.resource_version
                 self.timeline.apply_due()
             # The controllers react once to all the bindings of this instant, and once to all the
             # pod starts and stops, rather than after each write: the same outcome at the same
@@ -165,8 +190,12 @@ class Simulation:
                 # changes of the cluster's state: they do not lengthen the simulated time).
                 with self.cluster.controllers.held(settle=lambda: False):
                     self.kubelet.heartbeat()  # the controllers look at the next turn, counted there
+                    if self._leases_read_now():
+                        self._flush_leases()
                 if self.kubelet.heartbeats.unnoticed(self.kubelet.node):
                     self._resync_node_lifecycle()
+        with controllers.held(settle=lambda: False):
+            self._flush_leases()  # what a reader of the store finds after the run
         if self.history is not None:
             self.history.poll(self)
             self.history.sample(self)
