@@ -14,6 +14,7 @@ from ksched.api.pod import Pod
 from ksched.kubelet.usage import (
     UsageError,
     container_usage,
+    container_usage_reference,
     first_oom,
     next_usage_change,
     parse_profile,
@@ -101,3 +102,41 @@ def test_first_above_is_the_first_time_above(points: list[tuple[int, int]], limi
     else:
         assert t >= start and p.at(t + 1e-6) > limit
         assert all(p.at(x) <= limit for x in grid if x < t - 1e-6)
+
+
+_profile_text = st.one_of(
+    st.integers(0, 4096).map(lambda m: f"{m}Mi"),
+    st.lists(st.integers(0, 4096), min_size=1, max_size=4).map(
+        lambda vs: ", ".join(f"{60 * i}s: {v}Mi" for i, v in enumerate(vs))),
+    st.lists(st.integers(0, 4096), min_size=2, max_size=4).map(
+        lambda vs: "ramp(" + ", ".join(f"{90 * i}: {v}m" for i, v in enumerate(vs)) + ")"))
+
+
+@st.composite
+def _usage_pods(draw: st.DrawFn) -> Pod:
+    names = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True))
+    containers = []
+    for n in names:
+        res: dict[str, Any] = {}
+        for kind in ("requests", "limits"):
+            q = draw(st.dictionaries(st.sampled_from(["cpu", "memory"]), st.integers(1, 3000), max_size=2))
+            if q:
+                res[kind] = {r: (f"{v}m" if r == "cpu" else f"{v}Mi") for r, v in q.items()}
+        containers.append({"name": n, "image": "i", "resources": res})
+    annotations: dict[str, str] = {}
+    for r in ("cpu", "memory", "pids"):
+        if draw(st.booleans()):
+            annotations[f"ksched.io/usage-{r}"] = draw(_profile_text)
+        for n in draw(st.lists(st.sampled_from(["a", "b", "c", "gone"]), max_size=2, unique=True)):
+            annotations[f"ksched.io/usage-{r}.{n}"] = draw(_profile_text)
+    return pod(annotations, containers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_usage_pods(), st.floats(0, 600))
+def test_container_usage_agrees_with_its_reference(p: Pod, t: float) -> None:
+    """The per-pod plan (parsed once, split worked out once) against the per-call reference."""
+    for r in ("cpu", "memory", "pids", "inodes"):
+        got, want = container_usage(p, r, t), container_usage_reference(p, r, t)
+        assert got == want and (got is None or list(got) == list(want or ())), r
+        assert container_usage(p, r, t) == got  # and again, from the pod's cache

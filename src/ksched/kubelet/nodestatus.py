@@ -57,6 +57,7 @@ class NodeHeartbeats:
         self._pending: list[str] = []  # nodes to register at the next step
         self._written: dict[str, float] = {}  # node -> the renewTime its Lease has in the store
         self._held = False  # lazy: renewals not yet written
+        self._noticed: dict[str, Any] = {}  # failed node -> a version of it that is not Ready
         # At most the earliest last renewal of a live node: nothing is due before it is an
         # interval old (``renew`` runs at every kubelet step).
         self._oldest = math.inf
@@ -70,6 +71,7 @@ class NodeHeartbeats:
     def forget(self, name: str) -> None:
         self.renewed.pop(name, None)
         self._written.pop(name, None)
+        self._noticed.pop(name, None)
         self.down.discard(name)
 
     def register_pending(self, get_node: Any) -> int:
@@ -180,8 +182,15 @@ class NodeHeartbeats:
     def unnoticed(self, get_node: Any) -> bool:
         """Whether a failed node still shows Ready (the node lifecycle controller has yet to
         notice it)."""
-        return any((n := get_node(name)) is not None and (r := ready_condition(n)) is not None
-                   and r.get("status") == "True" for name in self.down)
+        for name in self.down:
+            n = get_node(name)
+            if n is None or self._noticed.get(name) is n:
+                continue
+            r = ready_condition(n)
+            if r is not None and r.get("status") == "True":
+                return True
+            self._noticed[name] = n  # this version of the node is not Ready: no need to look again
+        return False
 
     def next_wakeup(self, get_node: Any) -> float | None:
         """The next renewal tick, while a failed node still shows Ready."""
@@ -198,6 +207,7 @@ class NodeHeartbeats:
 
     def fail(self, name: str) -> None:
         self.down.add(name)
+        self._noticed.pop(name, None)
 
     def restore(self, node: Node) -> None:
         self.down.discard(node.name)

@@ -103,8 +103,14 @@ class NodePressure:
 
     def kick(self, node_name: str) -> None:
         """Something changed on the node: a pass at the next tick, if there is anything to watch."""
-        if node_name and self._watched(node_name):
-            self._at(node_name, self._tick_at_or_after(self.kubelet.clock.now()))
+        if not node_name:
+            return
+        t = self._tick_at_or_after(self.kubelet.clock.now())
+        due = self._due.get(node_name)
+        if due is not None and due <= t:
+            return  # a pass is due by then already (what _at would keep)
+        if self._watched(node_name):
+            self._at(node_name, t)
 
     def next_wakeup(self) -> float | None:
         while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:

@@ -18,6 +18,10 @@ CPU usage above a container's cpu limit is throttled to the limit; memory above 
 memory limit is an OOM kill (``ksched.kubelet.fake``). Divergences: usage is a model, not a
 measurement; working set = usage (no inactive file cache); a container's usage does not depend
 on what else runs on the node.
+
+A pod's parsed profiles and its split over containers are worked out once per pod object (kept
+in ``Pod.cached``; a write gives a new object) and evaluated at each reading;
+``container_usage_reference`` works everything out on each call, and a test holds the two equal.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from dataclasses import dataclass
 from ksched.api.node import Node
 from ksched.api.pod import Container, Pod, resource_units
 
-__all__ = ["USAGE_ANNOTATION", "UsageError", "UsageProfile", "container_usage", "node_system_usage",
-           "parse_profile", "pod_usage"]
+__all__ = ["USAGE_ANNOTATION", "UsageError", "UsageProfile", "container_usage", "container_usage_reference",
+           "node_system_usage", "parse_profile", "pod_usage"]
 
 USAGE_ANNOTATION = "ksched.io/usage-"
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "pids", "inodes")
@@ -170,14 +174,106 @@ def _profiles(annotations: dict[str, str], resource: str, where: str) -> tuple[U
     return whole, per
 
 
+_NO_USAGE: tuple[UsageProfile | None, dict[str, UsageProfile]] = (None, {})
+
+
+def _pod_profiles(pod: Pod, resource: str) -> tuple[UsageProfile | None, dict[str, UsageProfile]]:
+    """The pod's profiles of ``resource``, parsed once per pod object (a pod's annotations do
+    not change within one object: a write gives a new one). Errors are not kept."""
+    cache = pod.cached()
+    key = ("usage", resource)
+    got = cache.get(key)
+    if got is None:
+        got = _profiles(pod.annotations, resource, f"pod {pod.key}") if has_usage(pod) else _NO_USAGE
+        cache[key] = got
+    return got  # type: ignore[no-any-return]
+
+
+def _all_profiles(pod: Pod) -> tuple[UsageProfile, ...]:
+    """Every profile of the pod, all resources (once per pod object)."""
+    cache = pod.cached()
+    got = cache.get("usage-all")
+    if got is None:
+        out: list[UsageProfile] = []
+        for resource in RESOURCES:
+            whole, per = _pod_profiles(pod, resource)
+            if whole is not None:
+                out.append(whole)
+            out.extend(per.values())
+        got = cache["usage-all"] = tuple(out)
+    return got  # type: ignore[no-any-return]
+
+
 def has_usage(pod: Pod) -> bool:
-    return any(k.startswith(USAGE_ANNOTATION) for k in pod.annotations)
+    cache = pod.cached()
+    got = cache.get("has-usage")
+    if got is None:
+        got = cache["has-usage"] = any(k.startswith(USAGE_ANNOTATION) for k in pod.annotations)
+    return got  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a pod's usage of one resource splits over its containers (from its profiles,
+    requests and limits; evaluated at a time by ``container_usage``)."""
+
+    own: tuple[tuple[str, UsageProfile], ...]  # containers with their own profile
+    whole: UsageProfile | None  # the pod-wide profile, split over ``rest``
+    rest: tuple[str, ...]
+    shares: tuple[float, ...]
+    names: tuple[str, ...]  # every container
+    caps: tuple[tuple[str, int], ...]  # cpu limits (cpu only)
+
+
+def _plan(pod: Pod, resource: str) -> _Plan | None:
+    cache = pod.cached()
+    key = ("usage-plan", resource)
+    if key in cache:
+        return cache[key]  # type: ignore[no-any-return]
+    whole, per = _pod_profiles(pod, resource)
+    plan: _Plan | None = None
+    if whole is not None or per:
+        own = tuple((c.name, per[c.name]) for c in pod.containers if c.name in per)
+        rest = [c for c in pod.containers if c.name not in per]
+        reqs = [c.requests.get(resource, 0) for c in rest]
+        s = sum(reqs)
+        shares = tuple(r / s for r in reqs) if s else (1 / len(rest),) * len(rest) if rest else ()
+        caps = tuple((c.name, c.limits["cpu"]) for c in pod.containers
+                     if resource == "cpu" and "cpu" in c.limits)
+        plan = _Plan(own, whole, tuple(c.name for c in rest), shares, tuple(c.name for c in pod.containers), caps)
+    cache[key] = plan
+    return plan
 
 
 def container_usage(pod: Pod, resource: str, since_start: float) -> dict[str, int] | None:
     """Each container's usage ``since_start`` seconds after the containers started, or None when
     the pod declares no usage of ``resource``. CPU is throttled at each container's limit."""
-    whole, per = _profiles(pod.annotations, resource, f"pod {pod.key}")
+    plan = _plan(pod, resource)
+    if plan is None:
+        return None
+    out = {name: p.at(since_start) for name, p in plan.own}
+    whole, rest = plan.whole, plan.rest
+    if whole is not None and rest:
+        total = whole.at(since_start)
+        last = len(rest) - 1
+        given = 0
+        for i, name in enumerate(rest):
+            amount = total - given if i == last else int(total * plan.shares[i])
+            out[name] = amount
+            given += amount
+    if len(out) < len(plan.names):
+        for name in plan.names:
+            out.setdefault(name, 0)
+    for name, cap in plan.caps:
+        if out[name] > cap:
+            out[name] = cap
+    return out
+
+
+def container_usage_reference(pod: Pod, resource: str, since_start: float) -> dict[str, int] | None:
+    """``container_usage`` worked out from the pod's containers on every call (the reference
+    that the plan-based form is tested against)."""
+    whole, per = _pod_profiles(pod, resource)
     if whole is None and not per:
         return None
     out: dict[str, int] = {}
@@ -213,12 +309,10 @@ def pod_usage(pod: Pod, resource: str, since_start: float) -> int | None:
 def next_usage_change(pod: Pod, since_start: float) -> float | None:
     """Seconds after the start when any of the pod's usages may next change (None: never)."""
     best: float | None = None
-    for resource in RESOURCES:
-        whole, per = _profiles(pod.annotations, resource, f"pod {pod.key}")
-        for p in ([whole] if whole is not None else []) + list(per.values()):
-            t = p.changing_after(since_start)
-            if t is not None and (best is None or t < best):
-                best = t
+    for p in _all_profiles(pod):
+        t = p.changing_after(since_start)
+        if t is not None and (best is None or t < best):
+            best = t
     return best
 
 
@@ -226,19 +320,17 @@ def next_usage_point(pod: Pod, since_start: float) -> float | None:
     """Seconds after the start of the pod's next profile point (its usages are linear until
     then); None after the last."""
     best: float | None = None
-    for resource in RESOURCES:
-        whole, per = _profiles(pod.annotations, resource, f"pod {pod.key}")
-        for p in ([whole] if whole is not None else []) + list(per.values()):
-            t = p.next_point(since_start)
-            if t is not None and (best is None or t < best):
-                best = t
+    for p in _all_profiles(pod):
+        t = p.next_point(since_start)
+        if t is not None and (best is None or t < best):
+            best = t
     return best
 
 
 def first_oom(pod: Pod, since_start: float) -> tuple[float, str] | None:
     """When (seconds after the start) a container's memory first exceeds its memory limit, and
     which container; None if never."""
-    whole, per = _profiles(pod.annotations, "memory", f"pod {pod.key}")
+    whole, per = _pod_profiles(pod, "memory")
     if whole is None and not per:
         return None
     limited = [c for c in pod.containers if "memory" in c.limits]
