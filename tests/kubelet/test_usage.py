@@ -140,3 +140,11 @@ def test_container_usage_agrees_with_its_reference(p: Pod, t: float) -> None:
         got, want = container_usage(p, r, t), container_usage_reference(p, r, t)
         assert got == want and (got is None or list(got) == list(want or ())), r
         assert container_usage(p, r, t) == got  # and again, from the pod's cache
+
+
+@settings(max_examples=200, deadline=None)
+@given(_usage_pods(), st.floats(0, 600))
+def test_pod_usage_is_the_sum_of_the_reference(p: Pod, t: float) -> None:
+    for r in ("cpu", "memory", "pids", "inodes"):
+        want = container_usage_reference(p, r, t)
+        assert pod_usage(p, r, t) == (None if want is None else sum(want.values())), r

@@ -302,8 +302,17 @@ def container_usage_reference(pod: Pod, resource: str, since_start: float) -> di
 
 
 def pod_usage(pod: Pod, resource: str, since_start: float) -> int | None:
-    u = container_usage(pod, resource, since_start)
-    return None if u is None else sum(u.values())
+    """The pod's usage of ``resource`` (its containers' sum), None when it declares none."""
+    plan = _plan(pod, resource)
+    if plan is None:
+        return None
+    if plan.caps:
+        return sum(container_usage(pod, resource, since_start).values())  # type: ignore[union-attr]
+    # the split over the other containers adds up to the pod-wide amount
+    total = sum(p.at(since_start) for _, p in plan.own)
+    if plan.whole is not None and plan.rest:
+        total += plan.whole.at(since_start)
+    return total
 
 
 def next_usage_change(pod: Pod, since_start: float) -> float | None:

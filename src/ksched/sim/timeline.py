@@ -48,9 +48,9 @@ from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, Infor
 from ksched.kubelet.usage import (
     USAGE_ANNOTATION,
     UsageError,
-    container_usage,
     node_system_usage,
     parse_profile,
+    pod_usage,
 )
 
 __all__ = ["History", "TimelineAction", "TimelineError", "TimelineRunner", "load_timeline", "parse_timeline"]
@@ -417,11 +417,9 @@ class History:
             u = used.setdefault(p.node_name, [0, 0])
             for i, r in enumerate(("memory", "cpu")):
                 try:
-                    cu = container_usage(p, r, since)
+                    u[i] += pod_usage(p, r, since) or 0
                 except UsageError:
-                    cu = None
-                if cu:
-                    u[i] += sum(cu.values())
+                    pass
         for n in sorted((n for n in sim.store.items("Node") if isinstance(n, Node)), key=lambda n: n.name):
             u = used.get(n.name, [0, 0])
             try:
