@@ -1,7 +1,11 @@
 """Per-node accounting of bound pods (requests, pod count, host ports): the conflict resolver's
 ledger. The embedded store consults it atomically in ``pods/binding``, and the admission
 webhook (``ksched webhook``) on real clusters, so that no binding can over-commit a node,
-whichever scheduler instance sends it."""
+whichever scheduler instance sends it.
+
+Extended resources a pod gets from DRA devices (its ``status.extendedResourceClaimStatus``
+names them, DRAExtendedResource) are not the node's allocatable to check on a node that has
+none of them: the devices were allocated in the pod's ResourceClaim."""
 
 from __future__ import annotations
 
@@ -22,6 +26,14 @@ class NodeUsage:
     pods: int = 0
     ports: dict[tuple[str, int], set[str]] = field(default_factory=dict)  # (protocol, port) -> host IPs
     pod_keys: set[str] = field(default_factory=set)
+
+
+def _dra_backed(pod: Pod) -> frozenset[str]:
+    """The resources of the pod's ``status.extendedResourceClaimStatus.requestMappings``."""
+    st = (pod.raw.get("status") or {}).get("extendedResourceClaimStatus")
+    if not st:
+        return frozenset()
+    return frozenset((m or {}).get("resourceName", "") for m in st.get("requestMappings") or ())
 
 
 def _ports(pod: Pod) -> list[tuple[str, str, int]]:
@@ -107,10 +119,13 @@ class NodeAccounting:
         max_pods = alloc.get("pods", 0)
         if u.pods + 1 > max_pods:
             return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)"
+        from_dra = _dra_backed(pod)
         for k, v in pod_requests(pod).items():
             if v <= 0:
                 continue
             have = alloc.get(k, 0)
+            if have <= 0 and k in from_dra:
+                continue
             used = u.requested.get(k, 0)
             if used + v > have:
                 return (f"node {node_name} would be over-committed on {k}: requested {v}, "

@@ -49,6 +49,7 @@ __all__ = [
     "ResourceSlice",
     "claim_is_for_pod",
     "claim_reserved_for_pod",
+    "is_dra_extended_resource_name",
     "pod_claim_name",
     "pod_claim_refs",
     "pod_has_claims",
@@ -75,6 +76,17 @@ EFFECT_NO_EXECUTE = "NoExecute"
 def qualified(name: str, driver: str) -> str:
     """A QualifiedName in full: a bare id goes under the driver's domain."""
     return name if "/" in name else f"{driver}/{name}"
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """A resource name a DeviceClass may stand for (``schedutil.IsDRAExtendedResourceName``): an
+    extended resource (``example.com/gpu``) or an implicit class name
+    (``deviceclass.resource.kubernetes.io/<class>``)."""
+    if name.startswith(EXTENDED_RESOURCE_PREFIX):
+        return True
+    if "/" not in name or name.startswith("requests."):
+        return False
+    return not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
 def _nanos(v: Any) -> int:

@@ -12,7 +12,10 @@ generated from ResourceClaimTemplates for the pods that reference them, the pods
 * ``reservedFor`` entries of deleted or finished pods are dropped; a claim reserved for nobody
   loses its allocation, then the ``resource.kubernetes.io/delete-protection`` finalizer.
 * A generated claim whose pod is finished or replaced (another UID) is deleted; one whose pod
-  is gone is left to the garbage collector (it owns the claim), as upstream.
+  is gone is left to the garbage collector (it owns the claim), as upstream. The scheduler's
+  claim for a pod's DRA-backed extended resources (annotated
+  ``resource.kubernetes.io/extended-resource-claim: "true"``, named in the pod's
+  ``status.extendedResourceClaimStatus``) is looked after the same way.
 
 Known divergences: the pod's status is written with a merge patch, not server-side apply; no
 metrics, no events.
@@ -27,6 +30,7 @@ from typing import Any
 from ksched.api.errors import ApiError, NotFound
 from ksched.api.pod import Pod
 from ksched.api.resource import (
+    ANNOTATION_EXTENDED_RESOURCE_CLAIM,
     ANNOTATION_POD_CLAIM_NAME,
     FINALIZER_DELETE_PROTECTION,
     ResourceClaim,
@@ -66,7 +70,8 @@ def _pod_done(pod: Pod) -> bool:
 
 
 def _owning_pod(claim: ResourceClaim) -> tuple[str, str]:
-    if ANNOTATION_POD_CLAIM_NAME not in claim.annotations:
+    if ANNOTATION_POD_CLAIM_NAME not in claim.annotations and \
+            claim.annotations.get(ANNOTATION_EXTENDED_RESOURCE_CLAIM) != "true":
         return "", ""
     for r in claim.owner_references:
         if r.controller and r.kind == "Pod" and r.api_version in ("v1", ""):
@@ -91,14 +96,16 @@ class ResourceClaimController(Controller):
     # ---------------------------------------------------------------- events
 
     def _pod_changed(self, pod: Any) -> None:
-        if isinstance(pod, Pod) and pod_claim_refs(pod):
+        if not isinstance(pod, Pod):
+            return
+        if pod_claim_refs(pod):
             self.queue.add(("pod", pod.key))
-            for name in self._claim_names(pod):
-                self.queue.add(("claim", f"{pod.namespace}/{name}"))
+        for name in self._claim_names(pod):
+            self.queue.add(("claim", f"{pod.namespace}/{name}"))
 
     def _pod_deleted(self, obj: Any) -> None:
         pod = _unwrap(obj)
-        if isinstance(pod, Pod) and pod_claim_refs(pod):
+        if isinstance(pod, Pod):
             for name in self._claim_names(pod):
                 self.queue.add(("claim", f"{pod.namespace}/{name}"))
 
@@ -121,10 +128,16 @@ class ResourceClaimController(Controller):
 
     @staticmethod
     def _claim_names(pod: Pod) -> list[str]:
+        status = pod.raw.get("status")
+        if not status and not pod.raw.get("spec", {}).get("resourceClaims"):
+            return []
         names = [r.resource_claim_name for r in pod_claim_refs(pod) if r.resource_claim_name]
-        for st in (pod.raw.get("status") or {}).get("resourceClaimStatuses") or ():
+        for st in (status or {}).get("resourceClaimStatuses") or ():
             if (st or {}).get("resourceClaimName"):
                 names.append(st["resourceClaimName"])
+        ext = ((status or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if ext:
+            names.append(ext)
         return names
 
     # ---------------------------------------------------------------- sync

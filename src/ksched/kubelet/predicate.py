@@ -5,7 +5,8 @@ node has already admitted, and refuses a pod that does not fit.
 In order: the node must be known (``InvalidNodeInfo``); the pod's ``kubernetes.io/os`` label and
 ``spec.os.name`` must match the node's OS; then the scheduler's ``AdmissionCheck`` -- resources
 (pod count, cpu, memory, ephemeral-storage, then scalar resources; only requests above zero,
-extended resources the node does not have are dropped first), required node affinity and
+extended resources the node has none of are dropped first: the node lacks them, or DRA devices
+provide them (DRAExtendedResource, as upstream's check without a DRA manager)), required node affinity and
 nodeSelector, ``spec.nodeName``, host ports, and NoExecute taints (static pods skip the taint
 check). Only the first failure is reported: ``OutOf<resource>`` with "Node didn't have enough
 resource: ..." for resources, ``<Predicate>`` with "Predicate <Predicate> failed: ..." for the rest.
@@ -23,7 +24,8 @@ from collections.abc import Callable, Iterable
 from ksched.api.accounting import host_port_conflict
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.api.resources import is_extended_resource, pod_requests
+from ksched.api.resource import is_dra_extended_resource_name
+from ksched.api.resources import pod_requests
 from ksched.api.taints import NO_EXECUTE, find_untolerated_taint
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
@@ -70,9 +72,9 @@ def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
     max_pods = alloc.get("pods", 0)
     if len(others) + 1 > max_pods:
         return _insufficient("pods", 1, len(others), max_pods)
-    # Extended resources the node does not know are cluster-level (or DRA): not the node's concern.
+    # Extended resources the node has none of are cluster-level or DRA-backed: not the node's concern.
     request = {k: v for k, v in pod_requests(pod).items()
-               if v > 0 and k != "pods" and not (is_extended_resource(k) and k not in alloc)}
+               if v > 0 and k != "pods" and not (is_dra_extended_resource_name(k) and alloc.get(k, 0) <= 0)}
     if not request:
         return ADMITTED
     used: dict[str, int] = {}

@@ -20,8 +20,9 @@ from ksched.api.quantity import parse_quantity
 from ksched.api.resource import DeviceClass, ResourceClaim, ResourceSlice, qualified
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
 from ksched.scheduler.plugins.dynamicresources.allocator import AllocatedState, DeviceID
+from ksched.scheduler.plugins.dynamicresources.extended import DeviceClassResolver
 
-__all__ = ["DRAManager", "claim_contribution", "manager_of"]
+__all__ = ["DRAManager", "claim_contribution", "existing_manager", "manager_of"]
 
 Contribution = list[tuple[DeviceID, str, dict[str, int]]]
 
@@ -68,7 +69,10 @@ class DRAManager:
         self.pool_cache: dict[str, Any] = {}
         self._devices_count: dict[DeviceID, int] = {}
         self._contrib: dict[str, Contribution] = {}
+        self._resolver: DeviceClassResolver | None = None
         self.claims.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
+        self.classes.add_handler(EventHandler(self._class_changed, lambda _o, _n: self._class_changed(_n),
+                                              self._class_changed))
 
     # ---------------------------------------------------------------- allocated state
 
@@ -122,6 +126,16 @@ class DRAManager:
         if isinstance(obj, ResourceClaim):
             self.assumed.pop(obj.key, None)
             self._apply(obj.key, None)
+
+    def _class_changed(self, _obj: Any) -> None:
+        self._resolver = None
+
+    def resolver(self) -> DeviceClassResolver:
+        """Which DeviceClass stands for an extended resource name (rebuilt after class events)."""
+        r = self._resolver
+        if r is None:
+            r = self._resolver = DeviceClassResolver(self.device_classes().values())
+        return r
 
     # ---------------------------------------------------------------- reads
 
@@ -193,6 +207,14 @@ class DRAManager:
 
 
 _MANAGERS: weakref.WeakKeyDictionary[Any, DRAManager] = weakref.WeakKeyDictionary()
+
+
+def existing_manager(informers: Any) -> DRAManager | None:
+    """The manager of a scheduler whose profiles have DynamicResources (None: DRA is off there,
+    as a scheduler without the DRA manager)."""
+    if informers is None:
+        return None
+    return _MANAGERS.get(informers)
 
 
 def manager_of(informers: Any) -> DRAManager:

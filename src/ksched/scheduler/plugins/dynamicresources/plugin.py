@@ -30,8 +30,18 @@ Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (6
 ``draPreemption`` (false) stands in for the DRAPreemption feature gate (ksched has no
 ``--feature-gates``; a ``feature_gates`` mapping on the handle wins).
 
-Known divergences: DRA-backed extended resources (``extendedResourceName``) are not handled
-(a pod asking for one is left to NodeResourcesFit); PreBind does not wait for device binding
+* DRA-backed extended resources (DRAExtendedResource, ``extended.py``): PreFilter appends the
+  pod's extended-resource claim (the one an earlier cycle created, or the in-memory
+  ``<extended-resources>`` placeholder) after its own claims when it asks for a resource a
+  DeviceClass stands for; Filter gives the placeholder this node's requests for the resources
+  the node does not advertise (``cannot fit resource`` when neither the node nor a class has
+  one; ``cannot schedule extended resource claim`` for a claim left by an earlier cycle) and
+  allocates it with the others; PreBind creates it (``<pod>-extended-resources-<5>``, annotated
+  ``resource.kubernetes.io/extended-resource-claim: "true"``, owned by the pod), writes its
+  allocation and reservation, and the pod's ``status.extendedResourceClaimStatus``; Unreserve
+  and PostFilter (``deletion of ResourceClaim completed``) delete a created one.
+
+Known divergences: PreBind does not wait for device binding
 conditions (the results carry them, ``allocationTimestamp`` is set, nothing polls); PodGroup
 claims (alpha) do not exist; share IDs are UUIDs from a seeded source of the plugin's own;
 PostFilter's "random" unavailable claim comes from the scheduler's seeded source; the
@@ -41,6 +51,7 @@ allocator's filter timeout is checked in wall-clock time.
 from __future__ import annotations
 
 import copy
+import logging
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -57,10 +68,12 @@ from ksched.api.resource import (
     ClaimNameError,
     ResourceClaim,
     claim_is_for_pod,
+    is_dra_extended_resource_name,
     pod_claim_name,
     pod_claim_refs,
     pod_has_claims,
 )
+from ksched.api.resources import pod_requests
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState, StateData
 from ksched.scheduler.framework.events import (
@@ -96,9 +109,20 @@ from ksched.scheduler.plugins.dynamicresources.allocator import (
     AllocatorTimeout,
     FailedOnNode,
 )
+from ksched.scheduler.plugins.dynamicresources.extended import (
+    DeviceClassResolver,
+    find_extended_resource_claim,
+    is_special_claim,
+    mapped_requests,
+    node_claim,
+    placeholder_claim,
+    requests_and_mappings,
+)
 from ksched.scheduler.plugins.dynamicresources.manager import DRAManager, claim_contribution, manager_of
 
 __all__ = ["NAME", "DynamicResources"]
+
+log = logging.getLogger(__name__)
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -106,11 +130,28 @@ MAX_SCORE = 100
 
 
 @dataclass(slots=True)
+class _NodeAllocation:
+    """Filter's result on a node: the allocation of each claim it allocated (indices into the
+    state's claims), and the extended-resource claim with this node's requests, if any."""
+
+    indices: list[int]
+    results: list[dict[str, Any]]
+    ext_claim: ResourceClaim | None = None
+    mappings: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class _State(StateData):
     claims: list[ResourceClaim] = field(default_factory=list)
     available_on: list[NodeSelector | None] = field(default_factory=list)
     allocator: Allocator | None = None
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    node_allocations: dict[str, _NodeAllocation] = field(default_factory=dict)
+    # The extended-resource claim (DRAExtendedResource): its index in ``claims`` (-1: none), the
+    # UID it had when put in flight, the pod's requests of such resources, the class resolver.
+    ext: int = -1
+    ext_initial_uid: str = ""
+    ext_requests: dict[str, int] = field(default_factory=dict)
+    resolver: DeviceClassResolver | None = None
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
     # DRAPreemption: victims removed in a preemption dry run, per claim UID, and the claims whose
@@ -156,6 +197,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         self.dra_preemption = bool(gates.get("DRAPreemption", dp))
         self._manager: DRAManager | None = None
         self._share_rng = random.Random(0)
+        self._uid_rng = random.Random(1)
+        if getattr(handle, "informers", None) is not None:
+            # The DRA manager exists from the start: NodeResourcesFit asks it which extended
+            # resources DeviceClasses stand for.
+            self._manager = manager_of(handle.informers)
 
     @property
     def manager(self) -> DRAManager:
@@ -169,6 +215,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
 
     def _rng(self) -> Any:
         return getattr(self.handle, "rng", None)
+
+    def _new_uid(self) -> str:
+        return str(uuid.UUID(int=self._uid_rng.getrandbits(128), version=4))
+
+    def _mapped(self, pod: Pod, resolver: DeviceClassResolver) -> dict[str, int]:
+        """The pod's requests of resources a DeviceClass stands for (cached per pod and resolver)."""
+        if not resolver:
+            return {}
+        cache = pod.cached()
+        hit = cache.get("dra.mapped")
+        if hit is not None and hit[0] is resolver:
+            return hit[1]  # type: ignore[no-any-return]
+        out = mapped_requests(pod_requests(pod), resolver)
+        cache["dra.mapped"] = (resolver, out)
+        return out
 
     def _new_share_id(self) -> str:
         # A source of its own (seeded): drawing from the scheduler's would shift its tie-breaks.
@@ -199,7 +260,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """As upstream: a pod with claims is never signed (whether its claims are single-host is
         not simple to tell); any other pod's answers here do not depend on it."""
-        if pod_has_claims(pod):
+        if pod_has_claims(pod) or self._mapped(pod, self.manager.resolver()):
             return None, Status(Code.UNSCHEDULABLE, "pods with dra resource claims are not signable")
         return [], None
 
@@ -219,15 +280,23 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         s = _State()
         state.write(STATE_KEY, s)
-        if not pod_has_claims(pod):
-            return None, Status.skip()
-        try:
-            claims = self._pod_claims(pod)
-        except ClaimNameError as e:
-            return None, Status.unresolvable(str(e), plugin=self.name)
+        m = self.manager
+        claims: list[ResourceClaim] = []
+        if pod_has_claims(pod):
+            try:
+                claims = self._pod_claims(pod)
+            except ClaimNameError as e:
+                return None, Status.unresolvable(str(e), plugin=self.name)
+        resolver = m.resolver()
+        if self._mapped(pod, resolver):
+            s.resolver = resolver
+            s.ext_requests = {k: v for k, v in pod_requests(pod).items() if v and is_dra_extended_resource_name(k)}
+            ext = find_extended_resource_claim(pod, m.list_claims()) or placeholder_claim(pod, self._new_uid())
+            s.ext = len(claims)
+            s.ext_initial_uid = ext.uid
+            claims.append(ext)
         if not claims:
             return None, Status.skip()
-        m = self.manager
         s.available_on = [None] * len(claims)
         to_allocate = 0
         for i, claim in enumerate(claims):
@@ -277,14 +346,23 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         if not s.claims:
             return None
         node = node_info.node
+        node_ext: ResourceClaim | None = None
+        mappings: list[dict[str, str]] = []
+        if s.ext >= 0:
+            st, node_ext, mappings = self._filter_extended(s, pod, node_info)
+            if st is not None:
+                return st
+            if node_ext is None and s.ext == 0:
+                return None  # only extended resources, all from the node's allocatable
         unavailable = []
         for i, sel in enumerate(s.available_on):
             if sel is not None and (node is None or not sel.matches(node.name, node.labels)):
                 unavailable.append(i)
         if s.allocator is not None:
-            todo = [s.claims[i] for i in s.to_allocate()]
+            indices = [i for i in s.to_allocate() if i != s.ext or node_ext is not None]
+            todo = [node_ext if i == s.ext and node_ext is not None else s.claims[i] for i in indices]
             try:
-                got = s.allocator.allocate(node, todo)
+                got = s.allocator.allocate(node, todo) if todo else []
             except AllocatorTimeout as e:
                 return Status.as_error(str(e), self.name)
             except FailedOnNode as e:
@@ -297,11 +375,33 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                     return Status.unschedulable("cannot allocate all claims", plugin=self.name)
                 return Status.unresolvable("cannot allocate all claims", plugin=self.name)
             if not unavailable:
-                s.node_allocations[node_info.name] = got
+                s.node_allocations[node_info.name] = _NodeAllocation(indices, got, node_ext, mappings)
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
         return None
+
+    def _filter_extended(self, s: _State, pod: Pod, node_info: NodeInfo
+                         ) -> tuple[Status | None, ResourceClaim | None, list[dict[str, str]]]:
+        """filterExtendedResources: the extended-resource claim with this node's requests (None
+        when the node's allocatable covers them all, or the claim is allocated already)."""
+        ext = s.claims[s.ext]
+        if ext.requests:
+            # Left by an earlier cycle: PostFilter deletes it and the pod is tried anew.
+            return Status.unresolvable("cannot schedule extended resource claim", plugin=self.name), None, []
+        resolver = s.resolver
+        alloc = node_info.allocatable
+        from_dra: list[str] = []
+        for name in s.ext_requests:
+            backed = resolver is not None and resolver.get(name) is not None
+            if backed and alloc.get(name, 0) == 0:
+                from_dra.append(name)
+            elif name not in alloc:
+                return Status.unresolvable("cannot fit resource", plugin=self.name), None, []
+        if not from_dra or ext.allocation is not None or resolver is None:
+            return None, None, []
+        reqs, mappings = requests_and_mappings(pod, from_dra, resolver)
+        return None, node_claim(ext, reqs), mappings
 
     # ---------------------------------------------------------------- PreFilterExtensions (DRAPreemption)
 
@@ -373,8 +473,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         rng = self._rng()
         if rng is not None and len(cands) > 1:
             rng.shuffle(cands)
+        ext = s.claims[s.ext] if s.ext >= 0 else None
         for i in cands:
             claim = s.claims[i]
+            if i == s.ext:
+                if not is_special_claim(claim):
+                    break  # deleted below
+                continue
             rf = claim.reserved_for
             if not rf or (len(rf) == 1 and rf[0].get("uid") == pod.uid):
                 raw = claim.deepcopy_raw()
@@ -386,7 +491,46 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                 except ApiError as e:
                     return None, Status.as_error(e, self.name)
                 return None, Status.unschedulable("deallocation of ResourceClaim completed", plugin=self.name)
+        if ext is not None and not is_special_claim(ext):
+            # Reserved or allocated in an earlier cycle: deleted, and the pod is tried anew.
+            try:
+                self._delete_claim(ext)
+            except ApiError as e:
+                return None, Status.as_error(e, self.name)
+            return None, Status.unschedulable("deletion of ResourceClaim completed", plugin=self.name)
         return None, Status.unschedulable("still not schedulable", plugin=self.name)
+
+    def _delete_claim(self, claim: ResourceClaim) -> None:
+        """deleteClaim: the finalizer off (retried on conflicts with a fresh read), then delete."""
+        client = self.handle.client
+        cur: Any = claim
+        for attempt in range(5):
+            if attempt:
+                try:
+                    cur = client.get("ResourceClaim", claim.namespace, claim.name)
+                except ApiError as e:
+                    if getattr(e, "code", 0) == 404:
+                        return
+                    raise
+            if FINALIZER_DELETE_PROTECTION not in cur.finalizers:
+                break
+            raw = cur.deepcopy_raw()
+            raw["metadata"]["finalizers"] = [f for f in cur.finalizers if f != FINALIZER_DELETE_PROTECTION]
+            try:
+                client.update(raw)
+                break
+            except Conflict:
+                if attempt == 4:
+                    raise
+            except ApiError as e:
+                if getattr(e, "code", 0) == 404:
+                    return
+                raise
+        try:
+            client.delete("ResourceClaim", claim.namespace, claim.name)
+        except ApiError as e:
+            if getattr(e, "code", 0) != 404:
+                raise
 
     # ---------------------------------------------------------------- Score
 
@@ -396,8 +540,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         todo = s.to_allocate()
         if todo and cached is None:
             return 0
-        for k, i in enumerate(todo):
-            alloc_of[i] = cached[k] if cached is not None else {}
+        if cached is not None:
+            for i, a in zip(cached.indices, cached.results, strict=True):
+                alloc_of[i] = a
         refs: set[str] = set()
         for i, claim in enumerate(s.claims):
             alloc = claim.allocation if claim.allocation is not None else alloc_of.get(i)
@@ -448,16 +593,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         todo = s.to_allocate()
         if not s.claims or not todo or s.allocator is None:
             return None
-        got = s.node_allocations.get(node_name)
-        if not got:
+        na = s.node_allocations.get(node_name)
+        if na is None or not na.results:
+            if all(i == s.ext for i in todo):
+                return None  # the extended resources come from the node's allocatable
             return Status.as_error("claim allocation not found for node", self.name)
-        if len(got) != len(todo):
-            return Status.as_error(f"internal error, have {len(got)} allocations, {len(todo)} claims to allocate, "
-                                   f"want {len(todo)} claims", self.name)
+        want = len([i for i in todo if i != s.ext or na.ext_claim is not None])
+        if len(na.results) != len(na.indices) or len(na.results) != want:
+            return Status.as_error(f"internal error, have {len(na.results)} allocations, {len(na.indices)} claims "
+                                   f"to allocate, want {want} claims", self.name)
         m = self.manager
-        for k, i in enumerate(todo):
-            s.allocations[i] = got[k]
-            m.signal_pending(s.claims[i], got[k])
+        for i, alloc in zip(na.indices, na.results, strict=True):
+            s.allocations[i] = alloc
+            claim = na.ext_claim if i == s.ext and na.ext_claim is not None else s.claims[i]
+            m.signal_pending(claim, alloc)
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -466,9 +615,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
             return
         m = self.manager
         for i in list(s.allocations):
-            m.remove_pending(s.claims[i].uid)
+            m.remove_pending(s.ext_initial_uid if i == s.ext else s.claims[i].uid)
         s.allocations.clear()
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
+            if i == s.ext:
+                if not is_special_claim(claim):
+                    # Created in PreBind: deleted, so no orphan holds the devices.
+                    try:
+                        self._delete_claim(claim)
+                    except ApiError as e:
+                        log.debug("deleting extended resource claim %s: %s", claim.key, e)
+                continue
             cur = m.get_claim(claim.namespace, claim.name)
             if cur is None or not cur.reserved_for_pod(pod.uid):
                 continue
@@ -496,12 +653,55 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
             if claim.reserved_for_pod(pod.uid):
                 continue
             try:
-                self._bind_claim(claim, s.allocations.get(i), pod)
+                if i == s.ext:
+                    if i not in s.allocations:
+                        continue  # the node's allocatable has the extended resources
+                    if is_special_claim(claim):
+                        claim = self._create_extended_claim(s, claim.uid, node_name)
+                        s.claims[i] = claim
+                    s.claims[i] = self._bind_claim(claim, s.allocations.get(i), pod, s.ext_initial_uid)
+                    self._patch_extended_status(s, pod, node_name)
+                else:
+                    self._bind_claim(claim, s.allocations.get(i), pod)
             except (ApiError, _BindError) as e:
                 return Status.as_error(str(e), self.name)
         return None
 
-    def _bind_claim(self, claim: ResourceClaim, allocation: dict[str, Any] | None, pod: Pod) -> None:
+    def _create_extended_claim(self, s: _State, uid: str, node_name: str) -> ResourceClaim:
+        na = s.node_allocations.get(node_name)
+        if na is None or na.ext_claim is None:
+            raise _BindError(f"extended resource claim not found for node {node_name}")
+        raw = na.ext_claim.deepcopy_raw()
+        md = raw["metadata"]
+        md.pop("name", None)
+        md.pop("uid", None)
+        raw.pop("status", None)
+        try:
+            created = self.handle.client.create(raw)
+        except ApiError as e:
+            raise _BindError(f"create claim for extended resources {md.get('namespace', '')}/: {e.message}") \
+                from None
+        if not isinstance(created, ResourceClaim):
+            raise _BindError("create claim for extended resources: not a ResourceClaim")
+        return created
+
+    def _patch_extended_status(self, s: _State, pod: Pod, node_name: str) -> None:
+        na = s.node_allocations.get(node_name)
+        mappings = na.mappings if na is not None else []
+        if not mappings:
+            raise _BindError(f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                             "ExtendedResourceClaimStatus")
+        status = {"requestMappings": mappings, "resourceClaimName": s.claims[s.ext].name}
+        try:
+            self.handle.client.patch("Pod", pod.namespace, pod.name,
+                                     {"status": {"extendedResourceClaimStatus": status}},
+                                     "application/strategic-merge-patch+json", "status")
+        except ApiError as e:
+            raise _BindError(f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {e.message}") \
+                from None
+
+    def _bind_claim(self, claim: ResourceClaim, allocation: dict[str, Any] | None, pod: Pod,
+                    pending_uid: str = "") -> ResourceClaim:
         client = self.handle.client
         m = self.manager
         try:
@@ -542,9 +742,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                     continue
                 if isinstance(updated, ResourceClaim):
                     m.assume(updated)
-                return
+                    return updated
+                return cur
         finally:
-            m.remove_pending(claim.uid, force=True)
+            m.remove_pending(pending_uid or claim.uid, force=True)
+        raise _BindError(f"claim {claim.namespace}/{claim.name}: no update")
 
     # ---------------------------------------------------------------- events
 

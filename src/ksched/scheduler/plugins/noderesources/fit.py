@@ -9,7 +9,11 @@ Filter (real requests, not the non-zero ones):
   "Insufficient <name>" if the request exceeds ``allocatable - requested``. Extended resources
   listed in ``ignoredResources`` or whose domain is in ``ignoredResourceGroups`` are not checked;
 - the status is UnschedulableAndUnresolvable if some request alone exceeds the node's
-  allocatable (preemption cannot help), Unschedulable otherwise.
+  allocatable (preemption cannot help), Unschedulable otherwise;
+- DRAExtendedResource (beta, on in 1.36; ``shouldDelegateResourceToDRA``): a resource some
+  DeviceClass stands for (``extendedResourceName`` or ``deviceclass.resource.kubernetes.io/<class>``)
+  is not checked on a node whose allocatable for it is 0: DynamicResources allocates devices
+  for it there. Only with the DRA manager (a profile of the scheduler has DynamicResources).
 
 :func:`fits_request` exposes the check for preemption and other callers.
 
@@ -30,6 +34,7 @@ import numpy as np
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.api.resource import is_dra_extended_resource_name
 from ksched.api.resources import is_extended_resource, pod_requests
 from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import PODS
@@ -60,6 +65,7 @@ from ksched.scheduler.framework.interface import (
 from ksched.scheduler.framework.signers import RESOURCES_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
+from ksched.scheduler.plugins.dynamicresources.manager import existing_manager
 from ksched.scheduler.plugins.noderesources.least_allocated import (
     least_resource_scorer,
     least_resource_vector_scorer,
@@ -166,8 +172,10 @@ def request_checks(requests: Mapping[str, int], ignored_resources: Iterable[str]
     return tuple(out)
 
 
-def insufficient_resources(checks: Checks, node_info: NodeInfo) -> list[InsufficientResource]:
-    """What ``node_info`` lacks for a pod with these checks (upstream's fitsRequest)."""
+def insufficient_resources(checks: Checks, node_info: NodeInfo,
+                           delegable: frozenset[str] = frozenset()) -> list[InsufficientResource]:
+    """What ``node_info`` lacks for a pod with these checks (upstream's fitsRequest);
+    ``delegable``: resources DRA provides where the node's allocatable for them is 0."""
     alloc = node_info.allocatable
     allowed = alloc.get(R_PODS, 0)
     n = len(node_info.pods)
@@ -179,6 +187,8 @@ def insufficient_resources(checks: Checks, node_info: NodeInfo) -> list[Insuffic
     req = node_info.requested
     for name, q in checks:
         a = alloc.get(name, 0)
+        if a <= 0 and name in delegable:
+            continue
         used = req.get(name, 0)
         if q > a - used:
             out.append(InsufficientResource(name, _reason(name), q, used, a, q > a))
@@ -247,11 +257,16 @@ def _as(kind: type, old: Any, new: Any) -> None:
 
 
 class _PreFilterState(StateData):
-    __slots__ = ("checks", "requests")
+    __slots__ = ("checks", "delegable", "requests")
 
-    def __init__(self, requests: Mapping[str, int], checks: Checks) -> None:
+    def __init__(self, requests: Mapping[str, int], checks: Checks,
+                 delegable: frozenset[str] = frozenset()) -> None:
         self.requests = requests
         self.checks = checks
+        self.delegable = delegable
+
+
+_NOTHING: frozenset[str] = frozenset()
 
 
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
@@ -300,16 +315,38 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
                 reqs, request_checks(reqs, self.ignored_resources, self.ignored_resource_groups))
         return s  # type: ignore[no-any-return]
 
+    def _delegable(self, pod: Pod, checks: Checks) -> frozenset[str]:
+        """The checked resources a DeviceClass stands for (DRA may provide them)."""
+        if all(n in _CORE for n, _ in checks):
+            return _NOTHING
+        m = existing_manager(getattr(self.handle, "informers", None))
+        if m is None:
+            return _NOTHING
+        resolver = m.resolver()
+        if not resolver:
+            return _NOTHING
+        cache = pod.cached()
+        hit = cache.get("dra.delegable")
+        if hit is not None and hit[0] is resolver and hit[1] is checks:
+            return hit[2]  # type: ignore[no-any-return]
+        out = frozenset(n for n, _ in checks if is_dra_extended_resource_name(n) and resolver.get(n) is not None)
+        cache["dra.delegable"] = (resolver, checks, out or _NOTHING)
+        return out or _NOTHING
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(PRE_FILTER_STATE_KEY, self._pre_filter_state(pod))
+        s = self._pre_filter_state(pod)
+        delegable = self._delegable(pod, s.checks)
+        if delegable:
+            s = _PreFilterState(s.requests, s.checks, delegable)
+        state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
             return Status.as_error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        ins = insufficient_resources(s.checks, node_info)
+        ins = insufficient_resources(s.checks, node_info, s.delegable)
         if not ins:
             return None
         code = Code.UNSCHEDULABLE
@@ -333,8 +370,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             c = idx.get(name)
             if c is None or c >= width:
                 # No node has (or requests) this resource: allocatable 0 everywhere.
+                if name in s.delegable:
+                    continue
                 return np.zeros(len(rows), dtype=bool)
-            ok &= table.alloc[rows, c] - table.req[rows, c] >= q
+            if name in s.delegable:
+                ok &= (table.alloc[rows, c] - table.req[rows, c] >= q) | (table.alloc[rows, c] <= 0)
+            else:
+                ok &= table.alloc[rows, c] - table.req[rows, c] >= q
         return ok
 
     def filter_statuses(self, state: CycleState, pod: Pod, snapshot: Snapshot,
@@ -343,7 +385,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         row an index into the distinct statuses (-1: fits). The same reasons, in the same
         order, and the same codes as ``filter`` on each node."""
         s = state.get(PRE_FILTER_STATE_KEY)
-        if s is None or len(s.checks) > 30:
+        if s is None or len(s.checks) > 30 or s.delegable:
             return None
         table = snapshot.table
         idx = table.cols.index
@@ -378,8 +420,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return remap[which.reshape(-1)], distinct
 
     def row_local_key(self, pod: Pod) -> Any:
-        """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests."""
-        return requests_row_key(pod)
+        """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests (and
+        which of them DRA may provide)."""
+        key = requests_row_key(pod)
+        delegable = self._delegable(pod, self._pre_filter_state(pod).checks)
+        return (key, delegable) if delegable else key
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """Filter and Score depend on the pod's requests (as upstream, whose value is the
