@@ -22,8 +22,17 @@ bumped on every change; deleted with the node). Devices allocated to a claim res
 pod get an entry in the claim's ``status.devices`` (driver, pool, device, shareID, a ``Ready``
 condition), as DRAResourceClaimDeviceStatus drivers report them.
 
+Binding conditions (DRADeviceBindingConditions): devices declared with ``bindingConditions``
+(and ``bindingFailureConditions``) in ``dra.ksched.io/devices``, or with those keys in
+``dra.ksched.io/gpus`` (for every GPU), get their status entry only once the device is "attached":
+``delay`` seconds of the cluster's clock after the claim's ``allocationTimestamp`` (the driver's
+``binding_delay``, 10 s by default, or the node annotation ``dra.ksched.io/binding``: a JSON object
+``{"delay": 30, "fail": false}``), with each binding condition True -- or, with ``"fail": true``,
+each failure condition True (reason ``BindingFailed``), as a fabric-attach controller would report.
+
 Known divergences: no CDI, no NodePrepareResources/NodeUnprepareResources calls (the simulated
-kubelet starts pods without them); binding conditions are not driven.
+kubelet starts pods without them); the binding conditions are set by this driver rather than a
+separate controller.
 """
 
 from __future__ import annotations
@@ -34,25 +43,29 @@ from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError, NotFound
 from ksched.api.gpu import GPU_DRIVER, LABEL_GPU_MODEL, MILLI, node_gpus
-from ksched.api.meta import format_time
+from ksched.api.meta import format_time, parse_time
 from ksched.api.node import Node
 from ksched.api.resource import ResourceClaim, ResourceSlice
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 
-__all__ = ["ANNOTATION_DEVICES", "ANNOTATION_GPUS", "DEFAULT_DRIVER", "DRADriver", "node_devices"]
+__all__ = ["ANNOTATION_BINDING", "ANNOTATION_DEVICES", "ANNOTATION_GPUS", "DEFAULT_DRIVER", "DRADriver",
+           "node_devices"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DRIVER = GPU_DRIVER
 ANNOTATION_DEVICES = "dra.ksched.io/devices"
 ANNOTATION_GPUS = "dra.ksched.io/gpus"
+ANNOTATION_BINDING = "dra.ksched.io/binding"
+DEFAULT_BINDING_DELAY = 10.0
 
 
 class DeviceSpecError(ValueError):
     """A node's device annotation that cannot be read: names the node and the annotation."""
 
 
-def _gpus(count: int, model: str, memory: str | None, numa: list[int] | None, shared: bool) -> list[dict[str, Any]]:
+def _gpus(count: int, model: str, memory: str | None, numa: list[int] | None, shared: bool,
+          binding: list[str] | None = None, failure: list[str] | None = None) -> list[dict[str, Any]]:
     out = []
     for i in range(count):
         attrs: dict[str, Any] = {"index": {"int": i}}
@@ -66,6 +79,9 @@ def _gpus(count: int, model: str, memory: str | None, numa: list[int] | None, sh
         d: dict[str, Any] = {"name": f"gpu-{i}", "attributes": attrs, "capacity": cap}
         if shared:
             d["allowMultipleAllocations"] = True
+        if binding:
+            d["bindingConditions"] = list(binding)
+            d["bindingFailureConditions"] = list(failure or ())
         out.append(d)
     return out
 
@@ -93,8 +109,13 @@ def node_devices(node: Node) -> list[dict[str, Any]]:
         numa = g.get("numa")
         if numa is not None and not isinstance(numa, list):
             raise DeviceSpecError(f"node {node.name}: annotation {ANNOTATION_GPUS}: numa must be a list")
+        bc, bf = g.get("bindingConditions"), g.get("bindingFailureConditions")
+        for key, v in (("bindingConditions", bc), ("bindingFailureConditions", bf)):
+            if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                raise DeviceSpecError(f"node {node.name}: annotation {ANNOTATION_GPUS}: {key} must be a list of "
+                                      "condition types")
         return _gpus(int(g.get("count", 0)), str(g.get("model", "")), g.get("memory"), numa,
-                     bool(g.get("shared", False)))
+                     bool(g.get("shared", False)), bc, bf)
     gpus = node_gpus(node)
     if gpus.count:
         return _gpus(gpus.count, node.labels.get(LABEL_GPU_MODEL, ""), None, None, True)
@@ -104,10 +125,13 @@ def node_devices(node: Node) -> list[dict[str, Any]]:
 class DRADriver:
     """One driver acting for every node (as the simulated kubelet does)."""
 
-    def __init__(self, client: Any, informers: InformerFactory, clock: Any, driver: str = DEFAULT_DRIVER) -> None:
+    def __init__(self, client: Any, informers: InformerFactory, clock: Any, driver: str = DEFAULT_DRIVER,
+                 binding_delay: float = DEFAULT_BINDING_DELAY) -> None:
         self.client = client
         self.clock = clock
         self.driver = driver
+        self.binding_delay = binding_delay
+        self._binding_due: dict[str, float] = {}  # claim key -> when its next device is attached
         self.nodes = informers.informer("Node")
         self.slices = informers.informer("ResourceSlice")
         self.claims = informers.informer("ResourceClaim")
@@ -139,6 +163,28 @@ class DRADriver:
     def pending(self) -> bool:
         return bool(self._dirty_nodes or self._deleted_nodes or self._dirty_claims)
 
+    def next_wakeup(self) -> float | None:
+        """When a device with binding conditions is next attached."""
+        return min(self._binding_due.values()) if self._binding_due else None
+
+    def _binding(self, node_name: str) -> tuple[float, bool]:
+        """(delay, fail) for devices of a node: its ``dra.ksched.io/binding`` annotation, else the
+        driver's delay and success."""
+        node = self.nodes.get(node_name)
+        text = node.annotations.get(ANNOTATION_BINDING) if isinstance(node, Node) else None
+        if not text:
+            return self.binding_delay, False
+        try:
+            cfg = json.loads(text)
+            delay = float(cfg.get("delay", self.binding_delay))
+            fail = cfg.get("fail", False)
+            if not isinstance(fail, bool) or delay < 0:
+                raise ValueError("delay must be a non-negative number and fail a boolean")
+        except (ValueError, TypeError, AttributeError) as e:
+            log.warning("node %s: annotation %s: %s", node_name, ANNOTATION_BINDING, e)
+            return self.binding_delay, False
+        return delay, fail
+
     def step(self) -> int:
         """Publish what changed; returns how many writes were made."""
         n = 0
@@ -157,6 +203,11 @@ class DRADriver:
             node = self.nodes.get(name)
             if isinstance(node, Node):
                 n += self._publish(node)
+        now = self.clock.now()
+        for key, due in list(self._binding_due.items()):
+            if due <= now:
+                del self._binding_due[key]
+                self._dirty_claims.add(key)
         for key in sorted(self._dirty_claims):
             self._dirty_claims.discard(key)
             c = self.claims.get(key)
@@ -220,10 +271,26 @@ class DRADriver:
             k = (r.get("driver"), r.get("pool"), r.get("device"), r.get("shareID") or "")
             if k in have:
                 continue
+            now = self.clock.now()
+            conds = [{"type": "Ready", "status": "True", "reason": "Prepared", "message": "",
+                      "lastTransitionTime": format_time(now)}]
+            if r.get("bindingConditions"):
+                delay, fail = self._binding(str(r.get("pool", "")))
+                since = parse_time((c.allocation or {}).get("allocationTimestamp"))
+                due = (since if since is not None else now) + delay
+                if due > now:
+                    cur = self._binding_due.get(c.key)
+                    self._binding_due[c.key] = due if cur is None else min(cur, due)
+                    continue
+                if fail:
+                    conds = [{"type": t, "status": "True", "reason": "BindingFailed",
+                              "message": f"device {r['device']} could not be attached", "lastTransitionTime":
+                                  format_time(now)} for t in r.get("bindingFailureConditions") or ()]
+                else:
+                    conds = [{"type": t, "status": "True", "reason": "Attached", "message": "",
+                              "lastTransitionTime": format_time(now)} for t in r["bindingConditions"]]
             entry: dict[str, Any] = {"driver": r["driver"], "pool": r["pool"], "device": r["device"],
-                                     "conditions": [{"type": "Ready", "status": "True", "reason": "Prepared",
-                                                     "message": "", "lastTransitionTime": format_time(
-                                                         self.clock.now())}]}
+                                     "conditions": conds}
             if r.get("shareID"):
                 entry["shareID"] = r["shareID"]
             add.append(entry)

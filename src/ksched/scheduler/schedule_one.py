@@ -43,7 +43,7 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ASSIGNED_POD_DELETE
 from ksched.scheduler.framework.interface import ExplainedPostFilter, PostFilterResult, ScorePluginForm
 from ksched.scheduler.framework.runtime import Framework
-from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, fit_error_message
+from ksched.scheduler.framework.status import Code, Diagnosis, FitError, Status, WaitUntil, fit_error_message
 from ksched.scheduler.framework.types import PodInfo, QueuedPodInfo
 from ksched.scheduler.metrics import SchedulerMetrics
 from ksched.scheduler.queue.scheduling_queue import PriorityQueue
@@ -111,6 +111,9 @@ class BindingTask:
     # (none has), or the failure; unset until it ran.
     pre_flight: Status | None = None
     pre_flight_ran: bool = False
+    # A PreBind plugin asked to be called again (WaitUntil): from which plugin, and when.
+    pre_bind_from: int = 0
+    retry_at: float | None = None
 
 
 def pod_with_node(pod: Pod, node_name: str) -> Pod:
@@ -357,6 +360,7 @@ class ScheduleOne:
     clock: Any
     _executor: ThreadPoolExecutor | None
     _binding_tasks: deque[BindingTask]
+    _stopping: Any  # threading.Event | None
     _completed: _queue.SimpleQueue[BindingTask]
     _wake: Any
     _attempt_counters: dict[tuple[str, str], Any]
@@ -533,7 +537,11 @@ class ScheduleOne:
         task.permit_passed = True
         pf = task.pre_flight
         if pf is None:
-            st = fw.run_pre_bind(state, pod, host)
+            st = fw.run_pre_bind(state, pod, host, task.pre_bind_from)
+            if isinstance(st, WaitUntil):
+                task.pre_bind_from, task.retry_at = st.resume, st.retry_at
+                return st
+            task.retry_at = None
             if st is not None:
                 return st
         st = fw.run_bind(state, pod, host)
@@ -552,6 +560,11 @@ class ScheduleOne:
                     now = self.clock.now()
                     wp.check_timeout(now)
                 task.status = self._binding_cycle(task)
+                while isinstance(task.status, WaitUntil):
+                    if not self._sleep_until(task.status.retry_at):
+                        task.status = Status.as_error("scheduler is stopping", task.status.plugin)
+                        break
+                    task.status = self._binding_cycle(task)
         except Exception as e:  # a plugin's crash fails this binding, not the scheduler
             log.exception("binding cycle crashed")
             task.status = Status.as_error(e)
@@ -559,12 +572,35 @@ class ScheduleOne:
         self._completed.put(task)
         self._wake.set()
 
+    def _sleep_until(self, t: float) -> bool:
+        """Threaded mode: wait until the clock reaches ``t``; False if the scheduler stops first."""
+        stopping = self._stopping
+        while True:
+            left = t - self.clock.now()
+            if left <= 0:
+                return True
+            if stopping is not None and stopping.is_set():
+                return False
+            time.sleep(min(left, 0.2))
+
+    def next_binding_retry(self) -> float | None:
+        """Single-threaded mode: when the earliest binding cycle waiting in PreBind asks again."""
+        ts = [t.retry_at for t in self._binding_tasks if t.retry_at is not None]
+        return min(ts) if ts else None
+
     def run_bindings(self) -> int:
-        """Single-threaded mode: run the binding cycles whose pods are not waiting at Permit."""
+        """Single-threaded mode: run the binding cycles whose pods are not waiting at Permit
+        (nor in PreBind until a later time)."""
         n = 0
         tasks = self._binding_tasks
+        now = self.clock.now()
         for _ in range(len(tasks)):
             task = tasks.popleft()
+            if task.retry_at is not None and now < task.retry_at:
+                tasks.append(task)
+                continue
+            if isinstance(task.status, WaitUntil):
+                task.status = None  # its time has come: PreBind is asked again
             try:
                 if not task.pre_flight_ran:
                     task.status = self._pre_flight(task)
@@ -574,6 +610,10 @@ class ScheduleOne:
                         tasks.append(task)
                         continue
                     task.status = self._binding_cycle(task)
+                    if isinstance(task.status, WaitUntil):
+                        tasks.append(task)
+                        n += 1
+                        continue
             except Exception as e:
                 log.exception("binding cycle crashed")
                 task.status = Status.as_error(e)

@@ -125,6 +125,7 @@ class Scheduler(ScheduleOne):
         self.algorithm = Algorithm(self.rng)
         self.threaded = threaded
         self._binding_tasks: deque[BindingTask] = deque()
+        self._stopping: threading.Event | None = None  # threaded mode: run()'s stop event
         self._completed: _queue.SimpleQueue[BindingTask] = _queue.SimpleQueue()
         self._executor: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=binding_workers, thread_name_prefix="binding") if threaded else None)
@@ -163,7 +164,8 @@ class Scheduler(ScheduleOne):
     # ---------------------------------------------------------------- loops
 
     def next_wakeup(self) -> float | None:
-        times = [t for t in (self.queue.next_wakeup(), *(fw.next_permit_deadline() for fw in self.profiles.values()))
+        times = [t for t in (self.queue.next_wakeup(), self.next_binding_retry(),
+                             *(fw.next_permit_deadline() for fw in self.profiles.values()))
                  if t is not None]
         return min(times) if times else None
 
@@ -194,8 +196,10 @@ class Scheduler(ScheduleOne):
             return False
         if self.queue.has_poppable():
             return False
+        now = self.clock.now()
         return not any(
-            (wp := t.fw.get_waiting_pod(t.assumed.uid or t.assumed.key)) is None or wp.resolved
+            ((wp := t.fw.get_waiting_pod(t.assumed.uid or t.assumed.key)) is None or wp.resolved)
+            and (t.retry_at is None or t.retry_at <= now)
             for t in self._binding_tasks)
 
     def run_until_idle(self, max_steps: int | None = None) -> int:
@@ -220,6 +224,7 @@ class Scheduler(ScheduleOne):
         With ``schedule``, pods are scheduled only while it is set: until then the loop keeps
         the cache and queue up to date (a leader-election standby), as upstream's informers
         run before the lease is won."""
+        self._stopping = stop
         self.informers.notify = self._wake.set
         for inf in self.informers.informers.values():
             inf.reflector.notify = self._wake.set

@@ -96,7 +96,9 @@ class Simulation:
 
     def _next_timer(self) -> float | None:
         cands = [self.scheduler.queue.next_backoff_wakeup(), self.store.next_deletion_deadline(),
-                 self.cluster.next_wakeup()]
+                 self.cluster.next_wakeup(), self.scheduler.next_binding_retry()]
+        if self.dra_driver is not None:
+            cands.append(self.dra_driver.next_wakeup())
         for fw in self.scheduler.profiles.values():
             cands.append(fw.next_permit_deadline())
         if self.kubelet is not None:

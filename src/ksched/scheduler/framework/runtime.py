@@ -52,7 +52,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.rowcache import RowResultCache
 from ksched.scheduler.framework.signers import SCHEDULER_NAME_SIGNER_NAME
-from ksched.scheduler.framework.status import Code, Diagnosis, Status
+from ksched.scheduler.framework.status import Code, Diagnosis, Status, WaitUntil
 from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from ksched.scheduler.plugins.registry import Registry
 
@@ -659,11 +659,19 @@ class Framework:
         state.skip_pre_bind_plugins = skipped
         return None if any_work else Status.skip()
 
-    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for p in self.points["preBind"]:
+    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str, start: int = 0) -> Status | None:
+        """The PreBind plugins from the ``start``-th on. A plugin's :class:`WaitUntil` is
+        returned with ``resume`` set to that plugin: call again from there at ``retry_at``."""
+        plugins = self.points["preBind"]
+        for i in range(start, len(plugins)):
+            p = plugins[i]
             if p.name in state.skip_pre_bind_plugins:
                 continue
             st = p.pre_bind(state, pod, node_name)
+            if isinstance(st, WaitUntil):
+                st.plugin = st.plugin or p.name
+                st.resume = i
+                return st
             if st is not None and st.code != Code.SUCCESS:
                 if st.is_rejected():
                     return st.with_plugin(p.name)

@@ -110,6 +110,21 @@ class Status:
         return hash((self.code, self.reasons))
 
 
+class WaitUntil(Status):
+    """A PreBind plugin's "not yet, ask again at ``retry_at``" (clock time): where upstream's
+    PreBind blocks while it polls (DynamicResources waiting for device binding conditions), a
+    ksched PreBind returns this and the binding cycle calls it again then, without blocking the
+    single-threaded scheduler. ``resume``: the index of the PreBind plugin to go on from (set by
+    the runtime)."""
+
+    __slots__ = ("resume", "retry_at")
+
+    def __init__(self, retry_at: float, *reasons: str, plugin: str = "") -> None:
+        super().__init__(Code.WAIT, *reasons, plugin=plugin)
+        self.retry_at = retry_at
+        self.resume = 0
+
+
 _SKIP = Status(Code.SKIP)
 SUCCESS = Status(Code.SUCCESS)
 

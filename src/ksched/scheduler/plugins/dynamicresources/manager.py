@@ -17,7 +17,13 @@ import weakref
 from typing import Any
 
 from ksched.api.quantity import parse_quantity
-from ksched.api.resource import DeviceClass, ResourceClaim, ResourceSlice, qualified
+from ksched.api.resource import (
+    ANNOTATION_EXTENDED_RESOURCE_CLAIM,
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+    qualified,
+)
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
 from ksched.scheduler.plugins.dynamicresources.allocator import AllocatedState, DeviceID
 from ksched.scheduler.plugins.dynamicresources.extended import DeviceClassResolver
@@ -70,6 +76,9 @@ class DRAManager:
         self._devices_count: dict[DeviceID, int] = {}
         self._contrib: dict[str, Contribution] = {}
         self._resolver: DeviceClassResolver | None = None
+        # Extended-resource claims (annotated) by (namespace, controlling owner's UID) -> claim keys.
+        self._extended: dict[tuple[str, str], set[str]] = {}
+        self._extended_of: dict[str, tuple[str, str]] = {}
         self.claims.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
         self.classes.add_handler(EventHandler(self._class_changed, lambda _o, _n: self._class_changed(_n),
                                               self._class_changed))
@@ -113,8 +122,36 @@ class DRAManager:
             del self.assumed[key]
         return informer_obj
 
+    def _index_extended(self, key: str, claim: ResourceClaim | None) -> None:
+        old = self._extended_of.pop(key, None)
+        if old is not None:
+            keys = self._extended.get(old)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._extended[old]
+        if claim is None or claim.annotations.get(ANNOTATION_EXTENDED_RESOURCE_CLAIM) != "true":
+            return
+        for r in claim.owner_references:
+            if r.controller:
+                k = (claim.namespace, r.uid)
+                self._extended.setdefault(k, set()).add(key)
+                self._extended_of[key] = k
+                return
+
+    def extended_claims_of(self, namespace: str, pod_uid: str) -> list[ResourceClaim]:
+        """The claims annotated as extended-resource claims and controlled by this pod."""
+        out = []
+        for key in sorted(self._extended.get((namespace, pod_uid), ())):
+            ns, _, name = key.partition("/")
+            c = self.get_claim(ns, name)
+            if c is not None:
+                out.append(c)
+        return out
+
     def _on_add(self, obj: Any) -> None:
         if isinstance(obj, ResourceClaim):
+            self._index_extended(obj.key, obj)
             self._apply(obj.key, self._effective(obj.key, obj))
 
     def _on_update(self, old: Any, new: Any) -> None:
@@ -125,6 +162,7 @@ class DRAManager:
             obj = obj.obj
         if isinstance(obj, ResourceClaim):
             self.assumed.pop(obj.key, None)
+            self._index_extended(obj.key, None)
             self._apply(obj.key, None)
 
     def _class_changed(self, _obj: Any) -> None:

@@ -41,8 +41,16 @@ Args: ``filterTimeout`` (seconds, default 10; 0 disables), ``bindingTimeout`` (6
   allocation and reservation, and the pod's ``status.extendedResourceClaimStatus``; Unreserve
   and PostFilter (``deletion of ResourceClaim completed``) delete a created one.
 
-Known divergences: PreBind does not wait for device binding
-conditions (the results carry them, ``allocationTimestamp`` is set, nothing polls); PodGroup
+* Binding conditions (DRADeviceBindingConditions with DRAResourceClaimDeviceStatus): PreBind
+  sets ``allocationTimestamp``, records ``BindingConditionsPending`` and waits until the
+  devices' binding conditions are True in the claims' ``status.devices`` (``claim <c> binding
+  failed: reason=..., message="..."`` on a True failure condition, ``device binding timeout``
+  after ``bindingTimeout``); Filter finds such a failed or timed-out allocated claim unavailable
+  (``resourceclaim not available on the node``), so PostFilter deallocates it.
+
+Known divergences: PreBind does not block while it waits for binding conditions: it returns
+``WaitUntil`` (5 s later on the cluster's clock) and the binding cycle calls it again, which
+keeps a simulation single-threaded and its virtual time exact; PodGroup
 claims (alpha) do not exist; share IDs are UUIDs from a seeded source of the plugin's own;
 PostFilter's "random" unavailable claim comes from the scheduler's seeded source; the
 allocator's filter timeout is checked in wall-clock time.
@@ -61,7 +69,7 @@ import numpy as np
 
 from ksched.api.errors import ApiError, Conflict
 from ksched.api.labels import NodeSelector
-from ksched.api.meta import format_time
+from ksched.api.meta import format_time, parse_time
 from ksched.api.pod import Pod
 from ksched.api.resource import (
     FINALIZER_DELETE_PROTECTION,
@@ -101,7 +109,7 @@ from ksched.scheduler.framework.interface import (
     SignPlugin,
     VectorizedScore,
 )
-from ksched.scheduler.framework.status import Code, Diagnosis, Status
+from ksched.scheduler.framework.status import Code, Diagnosis, Status, WaitUntil
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.dynamicresources.allocator import (
     Allocator,
@@ -127,6 +135,7 @@ log = logging.getLogger(__name__)
 NAME = "DynamicResources"
 STATE_KEY = NAME
 MAX_SCORE = 100
+BINDING_POLL_SECONDS = 5.0
 
 
 @dataclass(slots=True)
@@ -152,6 +161,10 @@ class _State(StateData):
     ext_initial_uid: str = ""
     ext_requests: dict[str, int] = field(default_factory=dict)
     resolver: DeviceClassResolver | None = None
+    # PreBind: the claims are written (a binding cycle that waits for binding conditions calls
+    # PreBind again), and since when it waits.
+    bound: bool = False
+    wait_start: float | None = None
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
     # DRAPreemption: victims removed in a preemption dry run, per claim UID, and the claims whose
@@ -291,7 +304,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         if self._mapped(pod, resolver):
             s.resolver = resolver
             s.ext_requests = {k: v for k, v in pod_requests(pod).items() if v and is_dra_extended_resource_name(k)}
-            ext = find_extended_resource_claim(pod, m.list_claims()) or placeholder_claim(pod, self._new_uid())
+            ext = find_extended_resource_claim(pod, m.extended_claims_of(pod.namespace, pod.uid)) or \
+                placeholder_claim(pod, self._new_uid())
             s.ext = len(claims)
             s.ext_initial_uid = ext.uid
             claims.append(ext)
@@ -358,6 +372,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         for i, sel in enumerate(s.available_on):
             if sel is not None and (node is None or not sel.matches(node.name, node.labels)):
                 unavailable.append(i)
+                continue
+            claim = s.claims[i]
+            if claim.allocation is not None:
+                # Binding failed (a failure condition) or timed out: PostFilter may deallocate it.
+                try:
+                    ready = claim_ready_for_binding(claim)
+                except _BindError:
+                    unavailable.append(i)
+                    continue
+                if not ready and self._claim_timed_out(claim):
+                    unavailable.append(i)
         if s.allocator is not None:
             indices = [i for i in s.to_allocate() if i != s.ext or node_ext is not None]
             todo = [node_ext if i == s.ext and node_ext is not None else s.claims[i] for i in indices]
@@ -649,6 +674,59 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:
             return None
+        if not s.bound:
+            st = self._bind_claims(s, pod, node_name)
+            if st is not None:
+                return st
+            s.bound = True
+        return self._wait_for_binding_conditions(s, pod, node_name)
+
+    def _wait_for_binding_conditions(self, s: _State, pod: Pod, node_name: str) -> Status | None:
+        """PreBind's wait (DRADeviceBindingConditions): until every binding condition of the
+        allocated devices is True in the claims' device statuses; a True failure condition or
+        the binding timeout fails the binding cycle (a later Filter finds the claim unavailable
+        and PostFilter deallocates it). Polled every 5 s of the cluster's clock."""
+        if not any(r.get("bindingConditions") for c in s.claims for r in c.results):
+            return None
+        now = self.handle.clock.now()
+        if s.wait_start is None:
+            s.wait_start = now
+            rec = getattr(self.handle, "event_recorder", None)
+            if rec is not None:
+                rec.event(pod, "Normal", "BindingConditionsPending", "Scheduling",
+                          f"waiting for binding conditions for device on node {node_name}")
+        m = self.manager
+        ready = True
+        for i, c in enumerate(s.claims):
+            cur = m.get_claim(c.namespace, c.name)
+            if cur is None:
+                return Status.as_error(f'could not find ResourceClaim "{c.namespace}/{c.name}"', self.name)
+            s.claims[i] = cur
+            try:
+                ok = claim_ready_for_binding(cur)
+            except _BindError as e:
+                return Status.as_error(str(e), self.name)
+            if not ok:
+                if self._claim_timed_out(cur):
+                    return Status.as_error(f"claim {cur.name} binding timeout", self.name)
+                ready = False
+        if ready:
+            return None
+        deadline = s.wait_start + self.binding_timeout
+        if now >= deadline:
+            return Status.as_error("device binding timeout", self.name)
+        return WaitUntil(min(now + BINDING_POLL_SECONDS, deadline), "waiting for binding conditions",
+                         plugin=self.name)
+
+    def _claim_timed_out(self, claim: ResourceClaim) -> bool:
+        """isClaimTimeout: allocated with binding conditions longer than the binding timeout ago."""
+        alloc = claim.allocation
+        ts = parse_time(alloc.get("allocationTimestamp")) if alloc else None
+        if ts is None or not any(r.get("bindingConditions") for r in claim.results):
+            return False
+        return ts + self.binding_timeout < self.handle.clock.now()
+
+    def _bind_claims(self, s: _State, pod: Pod, node_name: str) -> Status | None:
         for i, claim in enumerate(s.claims):
             if claim.reserved_for_pod(pod.uid):
                 continue
@@ -662,7 +740,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                     s.claims[i] = self._bind_claim(claim, s.allocations.get(i), pod, s.ext_initial_uid)
                     self._patch_extended_status(s, pod, node_name)
                 else:
-                    self._bind_claim(claim, s.allocations.get(i), pod)
+                    s.claims[i] = self._bind_claim(claim, s.allocations.get(i), pod)
             except (ApiError, _BindError) as e:
                 return Status.as_error(str(e), self.name)
         return None
@@ -728,11 +806,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                     raw = cur.deepcopy_raw()
                     st = raw.setdefault("status", {})
                     if allocation is not None:
-                        alloc = dict(allocation)
-                        if any(r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or ()):
-                            alloc.setdefault("allocationTimestamp", format_time(self.handle.clock.now())
-                                             if getattr(self.handle, "clock", None) is not None else None)
-                        st["allocation"] = alloc
+                        st["allocation"] = dict(allocation)
+                    clock = getattr(self.handle, "clock", None)
+                    if st.get("allocation") and not st["allocation"].get("allocationTimestamp") and clock is not None:
+                        # DRADeviceBindingConditions with DRAResourceClaimDeviceStatus: when the
+                        # binding timeout starts.
+                        st["allocation"] = {**st["allocation"], "allocationTimestamp": format_time(clock.now())}
                     st.setdefault("reservedFor", []).append(
                         {"resource": "pods", "name": pod.name, "uid": pod.uid})
                     updated = client.update_status(raw)
@@ -793,3 +872,37 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
 
 class _BindError(Exception):
     pass
+
+
+def _condition(conds: Any, ctype: str) -> dict[str, Any] | None:
+    for c in conds or ():
+        if (c or {}).get("type") == ctype:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def claim_ready_for_binding(claim: ResourceClaim) -> bool:
+    """isClaimReadyForBinding: every binding condition of its devices True in
+    ``status.devices`` (no binding conditions: ready); raises _BindError when a binding failure
+    condition is True."""
+    if claim.allocation is None:
+        return False
+    for r in claim.results:
+        if not r.get("bindingConditions"):
+            continue
+        ds = next((d for d in claim.device_statuses
+                   if (d.get("driver"), d.get("pool"), d.get("device")) == (r.get("driver"), r.get("pool"),
+                                                                             r.get("device"))), None)
+        if ds is None:
+            return False
+        conds = ds.get("conditions")
+        for ft in r.get("bindingFailureConditions") or ():
+            c = _condition(conds, ft)
+            if c is not None and c.get("status") == "True":
+                raise _BindError(f'claim {claim.name} binding failed: reason={c.get("reason", "")}, '
+                                 f'message="{c.get("message", "")}"')
+        for bt in r["bindingConditions"]:
+            c = _condition(conds, bt)
+            if c is None or c.get("status") != "True":
+                return False
+    return True
