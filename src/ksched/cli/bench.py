@@ -29,7 +29,10 @@ def add_parser(sub: Any) -> None:
                         "large: SimulateRealistic only (5000 nodes, 100k pods)")
     p.add_argument("--nodes", type=int, help="override the number of nodes")
     p.add_argument("--pods", type=int, help="override the number of measured pods")
-    p.add_argument("--init-pods", type=int, help="override the number of init pods")
+    p.add_argument("--init-pods", type=int, help="override the number of init pods (the pre-allocated claims "
+                   "of the SteadyState DRA workloads)")
+    p.add_argument("--duration", type=float, metavar="SECONDS",
+                   help="steady-state workloads: override the measured time (upstream: 10 s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--schedulers", type=int, default=0, metavar="N",
@@ -186,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
         extra += ["--pods", str(args.pods)]
     if args.init_pods is not None:
         extra += ["--init-pods", str(args.init_pods)]
+    if args.duration is not None:
+        extra += ["--duration", str(args.duration)]
     if args.repeat < 1:
         print("error: --repeat must be at least 1", file=sys.stderr)
         return EXIT_INVALID_INPUT
@@ -194,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
             out = median_run([run_in_subprocess(name, args.size, args.seed, extra) for _ in range(args.repeat)])
         elif args.in_process or len(names) == 1:
             out = run_workload(WORKLOADS[name](), args.size, args.seed, args.nodes, args.pods, args.init_pods,
-                               phases=args.breakdown, batching=not args.no_batching)
+                               phases=args.breakdown, batching=not args.no_batching, duration=args.duration)
         else:
             out = run_in_subprocess(name, args.size, args.seed, extra)
         print(json.dumps(out), flush=True)

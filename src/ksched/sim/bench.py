@@ -5,6 +5,12 @@ Workloads follow ``test/integration/scheduler_perf`` (templates in ``templates/`
 the ``*_test.yaml`` files): node and pod templates, init pods, measured pods. Throughput is
 measured pods bound divided by the wall time from the moment they exist in the store until the
 last of them is bound (or, for workloads with unschedulable pods, has been attempted).
+
+Steady-state workloads (``Workload.steady``, scheduler_perf's ``createPods`` with
+``steadyState``): batches of the measured pods are created, scheduled and deleted (grace period
+0) for the workload's duration; throughput is the pods bound over that time. ``allocResourceClaims``
+(``Workload.alloc_init_claims``): the init ResourceClaims are allocated directly with the
+structured allocator (nodes in name order, the first that fits), as upstream's op does.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import sys
 import time
 from typing import Any
 
-from ksched.api.errors import BindingConflict
+from ksched.api.errors import ApiError, BindingConflict
+from ksched.api.node import Node
+from ksched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
 from ksched.clock import RealClock
@@ -67,17 +75,20 @@ def _setup_cluster(store: Store, w: Workload, n_nodes: int) -> None:
 def run_workload(w: Workload, size: str = "full", seed: int = 0, nodes: int | None = None,
                  measured: int | None = None, init: int | None = None,
                  config: SchedulerConfiguration | None = None, timeout: float = 3600.0,
-                 phases: bool = False, batching: bool = True) -> dict[str, Any]:
+                 phases: bool = False, batching: bool = True, duration: float | None = None,
+                 batches: int | None = None) -> dict[str, Any]:
     """Run one workload in this process; returns the JSON-able result.
 
     The measured phase ends when every measured pod is bound, or when nothing more can happen
     (pods that cannot fit); a workload's routine keeps creating its pods on the wall clock
     while it runs. ``phases``: also time the main phases of the cycles (``breakdown_us_per_pod``,
     see ``ksched.sim.breakdown``). ``batching``: opportunistic batching (the OpportunisticBatching
-    feature, on by default)."""
+    feature, on by default). ``duration``: a steady-state workload's measured time (seconds);
+    ``batches``: instead, exactly that many batches (tests)."""
     with contextlib.ExitStack() as stack:
         timing = stack.enter_context(breakdown()) if phases else None
-        return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing, batching)
+        return _run_workload(w, size, seed, nodes, measured, init, config, timeout, timing, batching, duration,
+                             batches)
 
 
 # scheduler_perf runs an API server and the scheduler, no kube-controller-manager; the CSI
@@ -91,7 +102,8 @@ BENCH_DISABLED_ADMISSION = ("ServiceAccount", "Priority")
 
 def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured: int | None, init: int | None,
                   config: SchedulerConfiguration | None, timeout: float, timing: Breakdown | None,
-                  batching: bool = True) -> dict[str, Any]:
+                  batching: bool = True, duration: float | None = None,
+                  batches: int | None = None) -> dict[str, Any]:
     n_nodes, init_counts, n_measured = _counts(w, size, nodes, measured, init)
     if config is None:
         config = parse_configuration(w.config) if w.config else parse_configuration({})
@@ -109,9 +121,14 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
         _create_phase(store, Phase(cnt, phase.make, phase.namespace), f"init{j}")
     sched.run_until_idle()
     store.finalize_expired()
+    if w.alloc_init_claims:
+        allocate_claims(store, "init")
+        sched.run_until_idle()
     setup_s = time.perf_counter() - t0
     init_scheduled = sched.scheduled
-    _create_phase(store, Phase(n_measured, w.measured.make, w.measured.namespace), "measured")
+    steady = w.steady
+    if steady is None:
+        _create_phase(store, Phase(n_measured, w.measured.make, w.measured.namespace), "measured")
     measured_ns = w.measured.namespace
     gc.collect()
     gc.freeze()
@@ -133,7 +150,11 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
     start = time.perf_counter()
     cpu_start = time.process_time()
     next_routine = start + routine.interval if routine is not None else float("inf")
-    while True:
+    created = 0
+    if steady is not None:
+        created = _steady_state(store, sched, w.measured, n_measured,
+                                steady.duration if duration is None else duration, bound_names, timeout, batches)
+    while steady is None:
         progressed = sched.step()
         bound_measured = len(bound_names)
         now = time.perf_counter()
@@ -167,7 +188,7 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
         "nodes": n_nodes,
         "init_pods": sum(init_counts),
         "init_scheduled": init_scheduled,
-        "measured_pods": n_measured,
+        "measured_pods": n_measured if steady is None else created,
         "measured_scheduled": bound_measured,
         "scheduled_total_during_measure": sched.scheduled - before,
         "routine_pods": routine_created,
@@ -193,6 +214,64 @@ def _run_workload(w: Workload, size: str, seed: int, nodes: int | None, measured
                    "profiles": [p.scheduler_name for p in config.profiles],
                    "python": sys.version.split()[0]},
     }
+
+
+def _steady_state(store: Store, sched: Scheduler, phase: Phase, batch: int, duration: float, bound: set[str],
+                  timeout: float, batches: int | None = None) -> int:
+    """Batches of ``batch`` pods: created, scheduled until bound (or nothing more can happen),
+    deleted; until ``duration`` seconds have passed (or ``batches`` batches). Returns the pods
+    created."""
+    start = time.perf_counter()
+    created = 0
+    while (created < batch * batches) if batches is not None else (time.perf_counter() - start < duration):
+        names = [f"measured-{created + k}" for k in range(batch)]
+        for n in names:
+            _create(store, phase.make(n, phase.namespace))
+        created += batch
+        while not all(n in bound for n in names):
+            if not sched.step() and sched.idle():
+                break
+            if time.perf_counter() - start > timeout:
+                return created
+        for n in names:
+            with contextlib.suppress(ApiError):
+                store.delete("Pod", phase.namespace, n, grace_period_seconds=0)
+        sched.run_until_idle()
+    return created
+
+
+def allocate_claims(store: Store, namespace: str) -> int:
+    """allocResourceClaims: allocate the unallocated ResourceClaims of ``namespace`` without
+    pods, each on the first node (in name order) where the structured allocator finds devices
+    for it; an allocation a node refused is not tried there again for an identical claim (the
+    allocated devices only grow). Returns the claims allocated."""
+    from ksched.scheduler.plugins.dynamicresources.allocator import AllocatedState, Allocator
+    from ksched.scheduler.plugins.dynamicresources.manager import claim_contribution
+
+    classes = {c.name: c for c in store.items("DeviceClass") if isinstance(c, DeviceClass)}
+    slices = [s for s in store.items("ResourceSlice") if isinstance(s, ResourceSlice)]
+    nodes = sorted((n for n in store.items("Node") if isinstance(n, Node)), key=lambda n: n.name)
+    state = AllocatedState()
+    pool_cache: dict[str, Any] = {}
+    full_for: dict[str, int] = {}  # claim spec (JSON) -> nodes refused so far, from the start
+    done = 0
+    for c in sorted((c for c in store.items("ResourceClaim") if isinstance(c, ResourceClaim)
+                     and c.namespace == namespace and c.allocation is None), key=lambda c: c.name):
+        key = json.dumps(c.raw.get("spec"), sort_keys=True)
+        alloc = Allocator(state, classes, slices, lambda: "", pool_cache=pool_cache)
+        for i in range(full_for.get(key, 0), len(nodes)):
+            got = alloc.allocate(nodes[i], [c])
+            if not got:
+                full_for[key] = i + 1
+                continue
+            raw = c.deepcopy_raw()
+            raw.setdefault("status", {})["allocation"] = got[0]
+            store.update_status(raw)
+            for did, share, consumed in claim_contribution(None, got[0]):
+                state.add_result(*did, share, consumed)
+            done += 1
+            break
+    return done
 
 
 def _counts(w: Workload, size: str, nodes: int | None, measured: int | None,

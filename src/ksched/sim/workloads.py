@@ -17,6 +17,7 @@ __all__ = [
     "WORKLOADS",
     "Phase",
     "Routine",
+    "SteadyState",
     "Workload",
     "node_default",
     "pod_default",
@@ -167,6 +168,15 @@ class Routine:
 
 
 @dataclass(slots=True)
+class SteadyState:
+    """createPods with ``steadyState``: the measured phase creates ``count`` pods (the measured
+    Phase's), waits until they are scheduled, deletes them and starts again, for ``duration``
+    seconds of wall time, so the cluster stays at the same utilization."""
+
+    duration: float
+
+
+@dataclass(slots=True)
 class Workload:
     name: str
     description: str
@@ -183,6 +193,10 @@ class Workload:
     routine: Routine | None = None
     objects: list[Manifest] = field(default_factory=list)  # created once, after the nodes
     controllers: tuple[str, ...] = ()  # kube-controller-manager controllers the workload needs
+    steady: SteadyState | None = None
+    # allocResourceClaims: the init phases' ResourceClaims (namespace "init") are allocated
+    # directly, without pods, before measuring (pre-existing device utilization).
+    alloc_init_claims: bool = False
 
     @property
     def target(self) -> float | None:
@@ -418,6 +432,63 @@ def pod_with_claim_ref(name: str, ns: str) -> list[Manifest]:
             pod]
 
 
+def dra_claim(name: str, ns: str) -> Manifest:
+    """dra/templates/resourceclaim.yaml (one request of the test class)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": ns},
+            "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class"}}]}}}
+
+
+def _dra_steady_state(variant: str, init_claims: int, small_init_claims: int) -> Callable[[], Workload]:
+    """SteadyStateClusterResourceClaimTemplate (dra/performance-config.yaml): 500 nodes with 10
+    devices each, ``initClaims`` claims allocated without pods (allocResourceClaims), then batches
+    of ten pods with a claim from a template, scheduled and deleted again for 10 s. The ``empty``,
+    ``half`` and ``full`` variants: 0, 2500 and 4990 pre-allocated claims (small: 100 nodes and
+    0, 500, 990)."""
+    def make() -> Workload:
+        suffix = "" if variant == "empty" else variant.capitalize()
+        return Workload(f"SteadyStateClusterResourceClaimTemplate{suffix}",
+                        f"500 nodes with 10 devices each, {init_claims} pre-allocated claims, batches of 10 pods "
+                        "with a claim from a template scheduled and deleted for 10 s (dra/performance-config.yaml "
+                        f"SteadyStateClusterResourceClaimTemplate {variant}_500nodes)",
+                        500, node_with_dra_test_driver, [Phase(init_claims, dra_claim, "init")],
+                        Phase(10, pod_with_claim_template, "test"),
+                        small_nodes=100, small_init=[small_init_claims], small_measured=10,  # {variant}_100nodes
+                        node_objects=lambda i: [dra_resource_slice(i, 10)],
+                        objects=[dra_device_class(), dra_claim_template("test")],
+                        controllers=("resourceclaim",), steady=SteadyState(10.0), alloc_init_claims=True)
+    return make
+
+
+def dra_extended_resource_classes(n: int) -> list[Manifest]:
+    """dra/templates/deviceclass-extended-resource.yaml, ``classes`` times: ``test-class-<i>`` for
+    ``example.com/gpu-<i>``."""
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"test-class-{i}"},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}],
+                      "extendedResourceName": f"example.com/gpu-{i}"}} for i in range(n)]
+
+
+def pod_with_extended_resource(name: str, ns: str) -> Manifest:
+    """dra/templates/pod-with-extended-resource.yaml: pod ``i`` asks for one ``example.com/gpu-<i>``."""
+    i = int(name.rsplit("-", 1)[1])
+    res = {f"example.com/gpu-{i}": "1"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
+                                     "resources": {"requests": dict(res), "limits": dict(res)}}]}}
+
+
+def _dra_extended_resource() -> Workload:
+    return Workload("SchedulingWithExtendedResource",
+                    "500 nodes with 10 devices each, 2500 DeviceClasses for example.com/gpu-<i>, 2500 init + 2500 "
+                    "measured pods asking for one example.com/gpu-<i> each (dra/extendedresource/"
+                    "performance-config.yaml 5000pods_500nodes)",
+                    500, node_with_dra_test_driver, [Phase(2500, pod_with_extended_resource, "init")],
+                    Phase(2500, pod_with_extended_resource, "test"),
+                    # 2000pods_100nodes (1000 classes): the init pods take every device.
+                    small_nodes=100, small_init=[1000], small_measured=1000,
+                    node_objects=lambda i: [dra_resource_slice(i, 10)],
+                    objects=dra_extended_resource_classes(2500))
+
+
 def _dra_claim_template() -> Workload:
     return Workload("SchedulingWithResourceClaimTemplate",
                     "500 nodes with 10 devices each, 2500 init + 2500 measured pods each with a claim from a "
@@ -461,4 +532,8 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "OnePodPerNodeHostPort": _one_pod_per_node,
     "SchedulingWithResourceClaimTemplate": _dra_claim_template,
     "SchedulingWithResourceClaim": _dra_claim,
+    "SchedulingWithExtendedResource": _dra_extended_resource,
+    "SteadyStateClusterResourceClaimTemplate": _dra_steady_state("empty", 0, 0),
+    "SteadyStateClusterResourceClaimTemplateHalf": _dra_steady_state("half", 2500, 500),
+    "SteadyStateClusterResourceClaimTemplateFull": _dra_steady_state("full", 4990, 990),
 }
