@@ -15,9 +15,10 @@ from ksched.testing import make_node, make_pod
 ZONES = ("z1", "z2", "z3")
 
 
-def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _cluster(rng: random.Random, num_nodes: tuple[int, int] = (5, 40),
+             num_pods: tuple[int, int] = (10, 120)) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     nodes = []
-    for i in range(rng.randint(5, 40)):
+    for i in range(rng.randint(*num_nodes)):
         labels = {"topology.kubernetes.io/zone": rng.choice(ZONES)}
         if rng.random() < 0.5:
             labels["disk"] = rng.choice(["ssd", "hdd"])
@@ -60,7 +61,7 @@ def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, A
             kw["images"] = ["app:1"]
         templates.append(kw)
     pods = []
-    for i in range(rng.randint(10, 120)):
+    for i in range(rng.randint(*num_pods)):
         kw = dict(rng.choice(templates))
         pods.append(make_pod(f"p{i}", uid="", **kw).raw)
     return nodes, pods
@@ -90,6 +91,20 @@ def test_fast_and_per_node_paths_place_pods_identically(seed: int) -> None:
     rng = random.Random(seed)
     nodes, pods = _cluster(rng)
     cordon = nodes[0]["metadata"]["name"] if rng.random() < 0.5 else None
+    fast = _outcomes(True, nodes, pods, seed, cordon)
+    slow = _outcomes(False, nodes, pods, seed, cordon)
+    assert fast == slow
+    assert any(node is not None for node, _ in fast.values())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_and_per_node_paths_agree_when_the_walk_stops_early(seed: int) -> None:
+    """Clusters of 110-160 nodes: the walk looks for 100 feasible nodes from a rotating start,
+    so it stops before the end and wraps around; the fast path that looks only at the walk's
+    first window (when all of it passes) must stop where the per-node walk stops."""
+    rng = random.Random(2000 + seed)
+    nodes, pods = _cluster(rng, num_nodes=(110, 160), num_pods=(60, 120))
+    cordon = nodes[rng.randrange(len(nodes))]["metadata"]["name"]
     fast = _outcomes(True, nodes, pods, seed, cordon)
     slow = _outcomes(False, nodes, pods, seed, cordon)
     assert fast == slow

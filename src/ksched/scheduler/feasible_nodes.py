@@ -99,6 +99,45 @@ class FeasibleNodeFinder:
                            statuses, set(nominated), diagnosis, explain, feasible_rows)
         return feasible_rows, processed
 
+    # ---------------------------------------------------------------- step 0: the first window
+
+    def find_in_window(self, state: CycleState, pod: Pod, rows: np.ndarray, start: int,
+                       num_to_find: int) -> tuple[np.ndarray, int] | None:
+        """What :meth:`find` gives for ``rows`` rotated left by ``start``, when that is simply
+        the first ``num_to_find`` nodes of the walk: every active plugin is cached or
+        vectorized, no node of that window holds nominated pods, and every node of it passes.
+        Then the walk stops after exactly those nodes, and only they need looking at (not the
+        whole rotated mask of every candidate). None when any of that does not hold (the
+        caller runs :meth:`find`)."""
+        n = len(rows)
+        if n == 0 or num_to_find <= 0:
+            return None
+        plan = self._plan(state)
+        if plan.node:
+            return None
+        k = min(num_to_find, n)
+        if start + k <= n:
+            window = rows[start:start + k]
+        else:
+            window = np.concatenate((rows[start:], rows[:start + k - n]))
+        fw = self.fw
+        nominated = fw.nominated_node_names()
+        if nominated:
+            in_window = set(window.tolist())
+            row_of = self.snapshot.row_of
+            if any(row_of.get(nn) in in_window for nn in nominated):
+                return None
+        if plan.cached:
+            combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
+            if not combined[window].all():
+                return None
+        for p in plan.vector:
+            assert isinstance(p, VectorizedFilter)
+            m = p.filter_nodes(state, pod, self.snapshot, window)
+            if m is None or not np.all(m):
+                return None
+        return window, k
+
     # ---------------------------------------------------------------- step 1: fast mask
 
     def _plan(self, state: CycleState) -> _Plan:

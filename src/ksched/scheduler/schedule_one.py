@@ -312,14 +312,19 @@ class Algorithm:
             self.next_start_node_index = (self.next_start_node_index + len(sel)) % num_all
             self._evaluated = len(sel)
             return sel, diagnosis
-        ordered = np.concatenate((rows[start:], rows[:start])) if start else rows
         finder = FeasibleNodeFinder(fw, snapshot)
-        try:
-            feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain,
-                                              rotation=start if rows is snapshot.order else None)
-        except FilterError as e:
-            self.next_start_node_index %= num_all
-            raise SchedulingError(e.status) from e
+        # Most cycles: the first nodes of the walk all pass (only they are looked at).
+        got = finder.find_in_window(state, pod, rows, start, num_to_find) if explain is None else None
+        if got is not None:
+            feasible, processed = got
+        else:
+            ordered = np.concatenate((rows[start:], rows[:start])) if start else rows
+            try:
+                feasible, processed = finder.find(state, pod, ordered, num_to_find, diagnosis, explain,
+                                                  rotation=start if rows is snapshot.order else None)
+            except FilterError as e:
+                self.next_start_node_index %= num_all
+                raise SchedulingError(e.status) from e
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         self._evaluated = processed
         if bc is not None:
