@@ -35,7 +35,6 @@ from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.explanation import Explanation
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import (
-    FastPath,
     FilterPlugin,
     VectorizedFilter,
     VectorizedFilterStatuses,
@@ -141,13 +140,8 @@ class FeasibleNodeFinder:
     # ---------------------------------------------------------------- step 1: fast mask
 
     def _plan(self, state: CycleState) -> _Plan:
-        skip = state.skip_filter_plugins
-        forms = self.fw.filter_forms()
-        plugins = [p for p in self.fw.filter_plugins if p.name not in skip]
-        return _Plan(plugins,
-                     [p for p in plugins if forms[p.name] is FastPath.CACHED],
-                     [p for p in plugins if forms[p.name] is FastPath.VECTOR],
-                     [p for p in plugins if forms[p.name] is FastPath.NODE])
+        # The lists are shared across cycles: _fast_mask replaces them, never changes them.
+        return _Plan(*self.fw.filter_plan(state.skip_filter_plugins))
 
     def _fast_mask(self, plan: _Plan, state: CycleState, pod: Pod, rows: np.ndarray,
                    masks: dict[str, np.ndarray]) -> np.ndarray:

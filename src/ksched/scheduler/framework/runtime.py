@@ -160,6 +160,9 @@ class Framework:
         # Row-local Filter verdicts and raw Scores reused across cycles (see rowcache.py).
         self.row_cache = RowResultCache()
         self._forms: dict[tuple[str, bool], Any] = {}
+        # Per set of skipped plugins: the Filter plugins by form, and the Score plan (see
+        # filter_plan, score_plan); a cycle's skip set is one of few.
+        self._plans: dict[tuple[Any, ...], Any] = {}
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
         self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
@@ -336,6 +339,39 @@ class Framework:
                                              not type(p).__module__.startswith("ksched.scheduler.plugins.")))
             self._forms[key] = forms
         return forms  # type: ignore[no-any-return]
+
+    def filter_plan(self, skip: set[str]) -> tuple[list[FilterPlugin], list[FilterPlugin], list[FilterPlugin],
+                                                   list[FilterPlugin]]:
+        """The Filter plugins not in ``skip``, in order: all of them, then those of each
+        :class:`FastPath` (cached, vector, node). Shared lists: do not modify them."""
+        key = ("filter", self.vectorize, frozenset(skip))
+        plan = self._plans.get(key)
+        if plan is None:
+            forms = self.filter_forms()
+            plugins = [p for p in self.filter_plugins if p.name not in skip]
+            plan = self._plans[key] = (plugins,
+                                       [p for p in plugins if forms[p.name] is FastPath.CACHED],
+                                       [p for p in plugins if forms[p.name] is FastPath.VECTOR],
+                                       [p for p in plugins if forms[p.name] is FastPath.NODE])
+        return plan  # type: ignore[no-any-return]
+
+    def score_plan(self, skip: set[str]) -> tuple[list[tuple[ScorePlugin, int]], list[ScorePluginForm],
+                                                  list[ScorePluginForm]]:
+        """For the Score plugins not in ``skip``: the row-local ones without NormalizeScore whose
+        weighted sum the row cache keeps in one array (when there are at least two of them, else
+        none), the other forms, and every form (when that array cannot be had). Shared lists:
+        do not modify them."""
+        key = ("score", self.vectorize, frozenset(skip))
+        plan = self._plans.get(key)
+        if plan is None:
+            forms = [f for f in self.score_forms() if f.plugin.name not in skip]
+            combined = [(f.plugin, f.weight) for f in forms
+                        if f.form is FastPath.CACHED and f.normalize is None and not f.check_range]
+            if len(combined) < 2:
+                combined = []
+            done = {p.name for p, _ in combined}
+            plan = self._plans[key] = (combined, [f for f in forms if f.plugin.name not in done], forms)
+        return plan  # type: ignore[no-any-return]
 
     def has_score_plugins(self) -> bool:
         return bool(self.score_plugins)
@@ -527,30 +563,20 @@ class Framework:
         each plugin's raw, normalized and weighted scores; ``keep`` (if given), for each plugin
         that normalizes, its form, raw scores and weighted normalized scores (batching)."""
         n = len(nodes)
-        skip = state.skip_score_plugins
         rows = nodes.rows
-        forms = self.score_forms()
+        combined, rest, forms = self.score_plan(state.skip_score_plugins)
         total = None
-        combined: list[tuple[ScorePlugin, int]] = []
-        if record is None:
+        if record is None and combined:
             # Row-local plugins without NormalizeScore add up the same way on every cycle: one
             # array of their weighted sum, kept current as rows change.
-            combined = [(f.plugin, f.weight) for f in forms
-                        if f.form is FastPath.CACHED and f.normalize is None and not f.check_range
-                        and f.plugin.name not in skip]
-            if len(combined) > 1:
-                sums = self.row_cache.combined_scores(combined, state, pod, snapshot)
-                if sums is not None:
-                    total = sums[rows]
-            if total is None:
-                combined = []
+            sums = self.row_cache.combined_scores(combined, state, pod, snapshot)
+            if sums is not None:
+                total = sums[rows]
+                forms = rest
         if total is None:
             total = np.zeros(n, dtype=np.int64)
-        done = {p.name for p, _ in combined}
         for f in forms:
             p, form, norm, w, check = f
-            if p.name in skip or p.name in done:
-                continue
             cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form is FastPath.CACHED else None
             if cached is not None:
                 scores = cached[rows]
