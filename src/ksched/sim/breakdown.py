@@ -31,6 +31,7 @@ def _targets() -> list[tuple[str, Any, str]]:
         ("snapshot", Cache, "update_snapshot"),
         ("schedule_pod", Algorithm, "schedule_pod"),
         ("pre_filter", Framework, "run_pre_filter"),
+        ("find_feasible", FeasibleNodeFinder, "find_in_window"),  # and, when that gives no answer:
         ("find_feasible", FeasibleNodeFinder, "find"),
         ("pre_score", Framework, "run_pre_score"),
         ("score", Framework, "run_score"),
@@ -44,7 +45,7 @@ def _targets() -> list[tuple[str, Any, str]]:
     ]
 
 
-PHASES = [name for name, _, _ in _targets()]
+PHASES = list(dict.fromkeys(name for name, _, _ in _targets()))
 
 
 class Breakdown:
