@@ -534,3 +534,28 @@ def test_mutated_manifests_never_crash_and_valid_ones_parse(base: int, muts: lis
         pod_non_zero_requests(obj)
         qos_class(obj)
         obj.host_ports()
+
+
+def test_field_paths_are_formatted_once_and_shared() -> None:
+    """Validation asks for a path at every field: each is built once and shared (roots by their
+    string, children by name, index or key), with the text as before."""
+    spec = Path("spec")
+    assert Path("spec") is spec
+    name = spec.child("containers").index(0).child("name")
+    assert str(name) == "spec.containers[0].name"
+    assert spec.child("containers").index(0).child("name") is name
+    assert str(Path().child("a").key("x/y")) == "a[x/y]"
+    # child("0") and index(0) are different paths; key("k") and child("k") too.
+    assert str(Path("m").child("0")) == "m.0" and str(Path("m").index(0)) == "m[0]"
+    assert str(Path("m").key("k")) == "m[k]" and str(Path("m").child("k")) == "m.k"
+
+
+def test_field_paths_keep_a_bounded_number_of_children() -> None:
+    """Map keys come from the objects validated: past the bound, paths are still right but no
+    longer kept."""
+    labels = Path("metadata.labels-bound-test")
+    paths = [labels.key(f"k{i}") for i in range(Path._MAX_KIDS + 10)]
+    assert [str(p) for p in paths] == [f"metadata.labels-bound-test[k{i}]" for i in range(Path._MAX_KIDS + 10)]
+    assert labels.key("k0") is paths[0]
+    assert labels.key(f"k{Path._MAX_KIDS + 5}") is not paths[Path._MAX_KIDS + 5]
+    assert len(labels._kids or {}) == Path._MAX_KIDS

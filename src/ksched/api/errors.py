@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "AlreadyExists",
@@ -74,21 +74,57 @@ class ValidationError(Exception):
 
 
 class Path:
-    """Builds field paths: ``Path("spec").child("containers").index(0)`` -> ``spec.containers[0]``."""
+    """Builds field paths: ``Path("spec").child("containers").index(0)`` -> ``spec.containers[0]``.
 
-    __slots__ = ("_s",)
+    Validation asks for a path at every field it checks, and almost never reports one: paths
+    are immutable and shared, so each is formatted once. A root (``Path(s)``) is the same
+    object for the same string, and each path keeps the children asked of it (at most
+    ``_MAX_KIDS``, so map keys from objects never grow memory without bound)."""
 
-    def __init__(self, s: str = "") -> None:
-        self._s = s
+    __slots__ = ("_kids", "_s")
+    _MAX_ROOTS = 512
+    _MAX_KIDS = 64
+    _roots: ClassVar[dict[str, Path]] = {}
+
+    def __new__(cls, s: str = "") -> Path:
+        p = cls._roots.get(s)
+        if p is None:
+            p = cls._make(s)
+            if len(cls._roots) < cls._MAX_ROOTS:
+                cls._roots[s] = p
+        return p
+
+    @classmethod
+    def _make(cls, s: str) -> Path:
+        p = object.__new__(cls)
+        p._s = s
+        p._kids = None
+        return p
+
+    def _kid(self, k: Any, s: str) -> Path:
+        kids = self._kids
+        if kids is None:
+            kids = self._kids = {}
+        p = self._make(s)
+        if len(kids) < self._MAX_KIDS:
+            kids[k] = p
+        return p
 
     def child(self, name: str) -> Path:
-        return Path(f"{self._s}.{name}" if self._s else name)
+        kids = self._kids
+        p = kids.get(name) if kids is not None else None
+        return p if p is not None else self._kid(name, f"{self._s}.{name}" if self._s else name)
 
     def index(self, i: int) -> Path:
-        return Path(f"{self._s}[{i}]")
+        kids = self._kids
+        p = kids.get(i) if kids is not None else None
+        return p if p is not None else self._kid(i, f"{self._s}[{i}]")
 
     def key(self, k: str) -> Path:
-        return Path(f"{self._s}[{k}]")
+        kids = self._kids
+        kk = ("[", k)
+        p = kids.get(kk) if kids is not None else None
+        return p if p is not None else self._kid(kk, f"{self._s}[{k}]")
 
     def __str__(self) -> str:
         return self._s
