@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ksched.api.errors import Forbidden
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
@@ -98,3 +100,37 @@ def test_events_name_the_profile_that_scheduled_the_pod() -> None:
     sched.run_until_idle()
     sources = {e.involved_object["name"]: e.source["component"] for e in store.items("Event")}
     assert sources == {"a": "default-scheduler", "b": "second"}
+
+
+
+def test_attempts_are_counted_and_their_durations_bucketed_as_prometheus_would():
+    """scheduler_schedule_attempts_total and scheduler_scheduling_attempt_duration_seconds kept as
+    plain counts give the samples a Prometheus histogram with the same buckets gives (a
+    duration on a bound falls in that bucket)."""
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    bounds = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10)
+    ref_registry = CollectorRegistry()
+    ref = Histogram("ref_seconds", "", ["result", "profile"], buckets=bounds, registry=ref_registry)
+    m = SchedulerMetrics()
+    for result, seconds in (("scheduled", 0.00015), ("scheduled", 0.0002), ("scheduled", 30.0),
+                            ("unschedulable", 0.004)):
+        m.attempts.record(result, "p", seconds)
+        ref.labels(result, "p").observe(seconds)
+    get = m.registry.get_sample_value
+    assert get("scheduler_schedule_attempts_total", {"result": "scheduled", "profile": "p"}) == 3
+    assert get("scheduler_schedule_attempts_total", {"result": "unschedulable", "profile": "p"}) == 1
+    assert m.attempts.total() == 4
+    for result in ("scheduled", "unschedulable"):
+        for le in [repr(float(b)) for b in bounds] + ["+Inf"]:
+            labels = {"result": result, "profile": "p", "le": le}
+            assert get("scheduler_scheduling_attempt_duration_seconds_bucket", labels) == \
+                ref_registry.get_sample_value("ref_seconds_bucket", labels), (result, le)
+        for suffix in ("_count", "_sum"):
+            labels = {"result": result, "profile": "p"}
+            assert get("scheduler_scheduling_attempt_duration_seconds" + suffix, labels) == \
+                pytest.approx(ref_registry.get_sample_value("ref_seconds" + suffix, labels))
+    assert get("scheduler_scheduling_attempt_duration_seconds_bucket",
+               {"result": "scheduled", "profile": "p", "le": "0.0002"}) == 2
+    text = generate_latest(m.registry).decode()
+    assert 'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 3.0' in text

@@ -368,7 +368,6 @@ class ScheduleOne:
     _stopping: Any  # threading.Event | None
     _completed: _queue.SimpleQueue[BindingTask]
     _wake: Any
-    _attempt_counters: dict[tuple[str, str], Any]
     _recorder: Callable[[Pod], EventRecorder]
     responsible_for: Callable[[Pod], bool]
 
@@ -495,14 +494,8 @@ class ScheduleOne:
             self._handle_failure(fw, qpi, st, REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)
 
     def _record_attempt(self, fw: Framework, result: str, start: float) -> None:
-        key = (result, fw.profile_name)
-        c = self._attempt_counters.get(key)
-        if c is None:
-            c = self._attempt_counters[key] = (self.metrics.schedule_attempts.labels(result, fw.profile_name),
-                                               self.metrics.attempt_duration.labels(result, fw.profile_name))
         d = time.perf_counter() - start
-        c[0].inc()
-        c[1].observe(d)
+        self.metrics.attempts.record(result, fw.profile_name, d)
         if self.metrics_observer is not None:
             self.metrics_observer(d)
         if result != "scheduled":

@@ -137,7 +137,6 @@ class Scheduler(ScheduleOne):
         self.failed_attempts = 0
         self.metrics_observer: Callable[[float], None] | None = None
         add_all_event_handlers(self)
-        self._attempt_counters: dict[tuple[str, str], Any] = {}
         # scheduler_pending_pods{queue}: computed when scraped.
         q = self.queue
         pending = self.metrics.pending_pods
