@@ -283,9 +283,18 @@ class OpportunisticBatch:
         docstring); the node is removed from the state. ``start`` is where this cycle's walk
         over the ``num_candidates`` candidate nodes would begin."""
         t0 = time.perf_counter()
+        if self.state is None or explain:
+            # Nothing to hint from (the common case where pods cannot be batched): no hint, and
+            # nothing is found unusable.
+            st = self._stats()
+            if st is not None:
+                profile = self.fw.profile_name
+                st.attempt(profile, ATTEMPT_NO_HINT)
+                st.observe_hint("no_hint", profile, time.perf_counter() - t0)
+            return None
         hint: NodeHint | None = None
         try:
-            if not explain and self._compatible(state, pod, snapshot, cycle, signature, narrowing,
+            if self._compatible(state, pod, snapshot, cycle, signature, narrowing,
                                                 num_candidates):
                 b = self.state
                 assert b is not None
