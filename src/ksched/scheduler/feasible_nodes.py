@@ -122,10 +122,20 @@ class FeasibleNodeFinder:
         fw = self.fw
         nominated = fw.nominated_node_names()
         if nominated:
-            in_window = set(window.tolist())
-            row_of = self.snapshot.row_of
-            if any(row_of.get(nn) in in_window for nn in nominated):
-                return None
+            snap = self.snapshot
+            row_of = snap.row_of
+            if rows is snap.order:
+                # Positions in the walk straight from the order: no set of the window's rows.
+                pos_of = snap.position_in_order
+                for nn in nominated:
+                    r = row_of.get(nn)
+                    i = pos_of.get(r) if r is not None else None
+                    if i is not None and (i - start) % n < k:
+                        return None
+            else:
+                in_window = set(window.tolist())
+                if any(row_of.get(nn) in in_window for nn in nominated):
+                    return None
         if plan.cached:
             combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
             if not combined[window].all():
