@@ -65,7 +65,14 @@ def overcommitted(store: Store) -> dict[str, list[str]]:
         if not p.node_name or p.is_terminal:
             continue
         u = used.setdefault(p.node_name, {})
+        # Extended resources the pod got as DRA devices (its extendedResourceClaimStatus) on a node
+        # that advertises none of them are its claim's, not the node's allocatable.
+        ext = ((p.raw.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("requestMappings") or ()
+        from_dra = {m.get("resourceName") for m in ext}
+        alloc = nodes[p.node_name].allocatable  # type: ignore[attr-defined]
         for k, v in pod_requests(p).items():
+            if k in from_dra and alloc.get(k, 0) <= 0:
+                continue
             u[k] = u.get(k, 0) + v
         count[p.node_name] = count.get(p.node_name, 0) + 1
         for hp in p.host_ports():

@@ -76,6 +76,7 @@ class DRAManager:
         self._devices_count: dict[DeviceID, int] = {}
         self._contrib: dict[str, Contribution] = {}
         self._resolver: DeviceClassResolver | None = None
+        self._classes: dict[str, DeviceClass] | None = None
         # Extended-resource claims (annotated) by (namespace, controlling owner's UID) -> claim keys.
         self._extended: dict[tuple[str, str], set[str]] = {}
         self._extended_of: dict[str, tuple[str, str]] = {}
@@ -167,6 +168,7 @@ class DRAManager:
 
     def _class_changed(self, _obj: Any) -> None:
         self._resolver = None
+        self._classes = None
 
     def resolver(self) -> DeviceClassResolver:
         """Which DeviceClass stands for an extended resource name (rebuilt after class events)."""
@@ -192,7 +194,11 @@ class DRAManager:
         return out
 
     def device_classes(self) -> dict[str, DeviceClass]:
-        return {c.name: c for c in self.classes.list() if isinstance(c, DeviceClass)}
+        """Name -> DeviceClass (rebuilt after class events; callers must not change it)."""
+        c = self._classes
+        if c is None:
+            c = self._classes = {x.name: x for x in self.classes.list() if isinstance(x, DeviceClass)}
+        return c
 
     def get_class(self, name: str) -> DeviceClass | None:
         c = self.classes.get(name)

@@ -161,6 +161,9 @@ class _State(StateData):
     ext_initial_uid: str = ""
     ext_requests: dict[str, int] = field(default_factory=dict)
     resolver: DeviceClassResolver | None = None
+    # The extended claim with a node's requests, per set of resources DRA provides there: the
+    # same set gives the same claim on every node (built once per cycle, not once per node).
+    ext_variants: dict[tuple[str, ...], tuple[ResourceClaim, list[dict[str, str]]]] = field(default_factory=dict)
     # PreBind: the claims are written (a binding cycle that waits for binding conditions calls
     # PreBind again), and since when it waits.
     bound: bool = False
@@ -425,8 +428,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
                 return Status.unresolvable("cannot fit resource", plugin=self.name), None, []
         if not from_dra or ext.allocation is not None or resolver is None:
             return None, None, []
-        reqs, mappings = requests_and_mappings(pod, from_dra, resolver)
-        return None, node_claim(ext, reqs), mappings
+        key = tuple(from_dra)
+        hit = s.ext_variants.get(key)
+        if hit is None:
+            reqs, mappings = requests_and_mappings(pod, from_dra, resolver)
+            hit = s.ext_variants[key] = (node_claim(ext, reqs), mappings)
+        return None, hit[0], hit[1]
 
     # ---------------------------------------------------------------- PreFilterExtensions (DRAPreemption)
 

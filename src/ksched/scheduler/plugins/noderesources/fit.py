@@ -14,6 +14,9 @@ Filter (real requests, not the non-zero ones):
   DeviceClass stands for (``extendedResourceName`` or ``deviceclass.resource.kubernetes.io/<class>``)
   is not checked on a node whose allocatable for it is 0: DynamicResources allocates devices
   for it there. Only with the DRA manager (a profile of the scheduler has DynamicResources).
+  Known divergence: Score does not count DRA devices for such a resource when it is among the
+  ``scoringStrategy.resources`` (upstream's ``draPreScoreState``); the default strategy scores
+  cpu and memory only.
 
 :func:`fits_request` exposes the check for preemption and other callers.
 
