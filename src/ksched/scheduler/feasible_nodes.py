@@ -70,6 +70,10 @@ class FeasibleNodeFinder:
     def __init__(self, fw: Framework, snapshot: Snapshot) -> None:
         self.fw = fw
         self.snapshot = snapshot
+        # What find_in_window learnt of the vectorized plugins on the first nodes of the walk,
+        # for find over the same walk (those rows are not asked again): plugin -> verdicts.
+        self._window_masks: dict[str, np.ndarray] = {}
+        self._combined: np.ndarray | None = None  # the cached plugins' combined verdicts by row
 
     def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
              diagnosis: Diagnosis, explain: Explanation | None, rotation: int | None = None) -> tuple[np.ndarray, int]:
@@ -114,12 +118,18 @@ class FeasibleNodeFinder:
         plan = self._plan(state)
         if plan.node:
             return None
+        fw = self.fw
+        # A vectorized plugin that rejects nodes of the window (inter-pod anti-affinity as the
+        # cluster fills) makes the attempt a loss: after such failures in a row, the next 1, 2,
+        # 4, ... (at most 64) cycles with vectorized plugins go straight to find.
+        if plan.vector and fw.window_backoff[1] > 0:
+            fw.window_backoff[1] -= 1
+            return None
         k = min(num_to_find, n)
         if start + k <= n:
             window = rows[start:start + k]
         else:
             window = np.concatenate((rows[start:], rows[:start + k - n]))
-        fw = self.fw
         nominated = fw.nominated_node_names()
         if nominated:
             snap = self.snapshot
@@ -137,14 +147,22 @@ class FeasibleNodeFinder:
                 if any(row_of.get(nn) in in_window for nn in nominated):
                     return None
         if plan.cached:
-            combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
+            combined = self._combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
             if not combined[window].all():
                 return None
         for p in plan.vector:
             assert isinstance(p, VectorizedFilter)
             m = p.filter_nodes(state, pod, self.snapshot, window)
-            if m is None or not np.all(m):
+            if m is None:
                 return None
+            self._window_masks[p.name] = m
+            if not np.all(m):
+                misses = fw.window_backoff[0] = min(fw.window_backoff[0] * 2 or 1, 64)
+                fw.window_backoff[1] = misses
+                return None
+        if plan.vector:
+            fw.window_backoff[0] = 0
+        self._window_masks = {}
         return window, k
 
     # ---------------------------------------------------------------- step 1: fast mask
@@ -158,13 +176,25 @@ class FeasibleNodeFinder:
         """Whether every cached and vectorized plugin accepts each row (this call's own
         array). A vectorized plugin that declines this pod moves to ``plan.node``."""
         if plan.cached:
-            mask = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)[rows]
+            combined, self._combined = self._combined, None
+            if combined is None:
+                combined = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
+            mask = combined[rows]
         else:
             mask = np.ones(len(rows), dtype=bool)
         declined: set[str] = set()
+        known, self._window_masks = self._window_masks, {}
         for p in plan.vector:
             assert isinstance(p, VectorizedFilter)
-            m = p.filter_nodes(state, pod, self.snapshot, rows)
+            head = known.get(p.name)
+            if head is not None and len(head) <= len(rows):
+                # find_in_window asked about the walk's first rows already: only the rest now.
+                rest = p.filter_nodes(state, pod, self.snapshot, rows[len(head):]) if len(head) < len(rows) \
+                    else head[:0]
+                m = None if rest is None else np.concatenate((np.asarray(head, dtype=bool),
+                                                              np.asarray(rest, dtype=bool)))
+            else:
+                m = p.filter_nodes(state, pod, self.snapshot, rows)
             if m is None:
                 declined.add(p.name)
                 continue

@@ -163,6 +163,9 @@ class Framework:
         # Per set of skipped plugins: the Filter plugins by form, and the Score plan (see
         # filter_plan, score_plan); a cycle's skip set is one of few.
         self._plans: dict[tuple[Any, ...], Any] = {}
+        # The Filter walk's first-window attempts (feasible_nodes.py): [cycles to skip after the
+        # latest failure, cycles still skipped].
+        self.window_backoff = [0, 0]
         self.plugins: dict[str, Plugin] = {}
         self.score_weights: dict[str, int] = {}
         self.points: dict[str, list[Any]] = {ep: [] for ep in EXTENSION_POINTS}
