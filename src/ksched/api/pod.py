@@ -13,6 +13,7 @@ times slower, which is why Pod itself has none).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ksched.api.affinity import Affinity
@@ -263,6 +264,17 @@ class Pod(KubeObject):
             if c.get("type") == ctype:
                 return c
         return None
+
+    def matches_node_affinity(self, node_name: str, labels: Mapping[str, str]) -> bool:
+        """Whether a node satisfies the pod's ``nodeSelector`` and its required node affinity
+        (what the kubelet's admission and a topology spread's ``nodeAffinityPolicy: Honor`` check)."""
+        for k, v in self.node_selector.items():
+            if labels.get(k) != v:
+                return False
+        na = self.affinity.node_affinity if self.affinity is not None else None
+        if na is not None and na.required is not None:
+            return na.required.matches(node_name, labels)
+        return True
 
     def host_ports(self) -> list[ContainerPort]:
         """Ports with a hostPort: restartable init containers (sidecars, which run for the pod's

@@ -142,22 +142,11 @@ def _anti_affinity(pod: Pod, node: Node, bound: BoundPods, node_of: Callable[[st
     return None
 
 
-def _node_affinity_matches(pod: Pod, node: Node) -> bool:
-    labels = node.labels
-    for k, v in pod.node_selector.items():
-        if labels.get(k) != v:
-            return False
-    na = pod.affinity.node_affinity if pod.affinity is not None else None
-    if na is not None and na.required is not None:
-        return na.required.matches(node.name, labels)
-    return True
-
-
 def _eligible(c: TopologySpreadConstraint, pod: Pod, node: Node, keys: Iterable[str]) -> bool:
     labels = node.labels
     if any(k not in labels for k in keys):
         return False
-    if c.node_affinity_policy == "Honor" and not _node_affinity_matches(pod, node):
+    if c.node_affinity_policy == "Honor" and not pod.matches_node_affinity(node.name, node.labels):
         return False
     return not (c.node_taints_policy == "Honor" and find_untolerated_taint(node.taints, pod.tolerations) is not None)
 

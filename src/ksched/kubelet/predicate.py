@@ -89,17 +89,6 @@ def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
     return ADMITTED
 
 
-def _matches_node_affinity(pod: Pod, node: Node) -> bool:
-    labels = node.labels
-    for k, v in pod.node_selector.items():
-        if labels.get(k) != v:
-            return False
-    na = pod.affinity.node_affinity if pod.affinity is not None else None
-    if na is not None and na.required is not None:
-        return na.required.matches(node.name, labels)
-    return True
-
-
 def _ports_conflict(pod: Pod, others: Iterable[Pod]) -> bool:
     used: dict[tuple[str, int], set[str]] = {}
     for o in others:
@@ -117,7 +106,7 @@ def general_predicates(pod: Pod, node: Node, others: list[Pod]) -> PodAdmitResul
     if not fit.admit:
         return fit
     failure: tuple[str, str] | None = None
-    if not _matches_node_affinity(pod, node):
+    if not pod.matches_node_affinity(node.name, node.labels):
         failure = ERR_NODE_AFFINITY
     elif pod.node_name and pod.node_name != node.name:
         failure = ERR_NODE_NAME

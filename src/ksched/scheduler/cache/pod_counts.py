@@ -27,42 +27,18 @@ Signatures without pods are dropped at once.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
-from ksched.api.labels import LabelSelector
+from ksched.api.labels import LabelSelector, compile_matcher
 from ksched.api.pod import Pod
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = ["PodCountIndex", "RowSource"]
 
 _SIG_KEY = "podcounts.sig"
-
-LabelMatcher = Callable[[Mapping[str, str]], bool]
-
-
-def _matcher(sel: LabelSelector) -> LabelMatcher:
-    """A fast equivalent of ``sel.matches`` (single-value ``In`` and ``Exists`` inlined)."""
-    if sel.is_nothing():
-        return lambda labels: False
-    checks: list[LabelMatcher] = []
-    for r in sel.requirements:
-        k = r.key
-        if r.op == "In" and len(r.values) == 1:
-            v = r.values[0]
-            checks.append(lambda labels, k=k, v=v: labels.get(k) == v)  # type: ignore[misc]
-        elif r.op == "Exists":
-            checks.append(lambda labels, k=k: k in labels)  # type: ignore[misc]
-        else:
-            checks.append(r.matches)
-    if not checks:
-        return lambda labels: True
-    if len(checks) == 1:
-        return checks[0]
-    return lambda labels: all(c(labels) for c in checks)
-
 
 class RowSource(Protocol):
     """What the index reads of its snapshot."""
@@ -98,7 +74,7 @@ class _SelectorCounts:
         self.key = key
         self.namespace = namespace
         self.terminating = terminating
-        self.match = _matcher(selector)
+        self.match = compile_matcher(selector)
         self.counts = np.zeros(n, dtype=np.int64)
         self.last_used = 0
 

@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ksched.api.labels import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
+from ksched.api.labels import (
+    LabelMatcher,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    compile_matcher,
+)
 from ksched.api.node import Node
 from ksched.api.pod import Pod, TopologySpreadConstraint
 from ksched.api.taints import Toleration, find_untolerated_taint
@@ -59,38 +66,6 @@ _LISTER_KINDS = ("Service", _RC_KIND[1], _RS_KIND[1], _SS_KIND[1])
 
 # ---------------------------------------------------------------- selectors and constraints
 
-LabelMatcher = Callable[[Mapping[str, str]], bool]
-
-
-def _compile_labels(sel: LabelSelector) -> LabelMatcher:
-    """A fast matcher equivalent to ``sel.matches``."""
-    if sel.is_nothing():
-        return lambda labels: False
-    checks: list[LabelMatcher] = []
-    for r in sel.requirements:
-        k = r.key
-        if r.op == "In" and len(r.values) == 1:
-            v = r.values[0]
-            checks.append(lambda labels, k=k, v=v: labels.get(k) == v)  # type: ignore[misc]
-        elif r.op == "In":
-            vs = frozenset(r.values)
-            checks.append(lambda labels, k=k, vs=vs: labels.get(k) in vs)  # type: ignore[misc]
-        elif r.op == "NotIn":
-            vs = frozenset(r.values)
-            checks.append(lambda labels, k=k, vs=vs: labels.get(k) not in vs)  # type: ignore[misc]
-        elif r.op == "Exists":
-            checks.append(lambda labels, k=k: k in labels)  # type: ignore[misc]
-        elif r.op == "DoesNotExist":
-            checks.append(lambda labels, k=k: k not in labels)  # type: ignore[misc]
-        else:
-            checks.append(r.matches)
-    if not checks:
-        return lambda labels: True
-    if len(checks) == 1:
-        return checks[0]
-    return lambda labels: all(c(labels) for c in checks)
-
-
 class _Selector:
     """A constraint's pod selector. ``empty`` mirrors ``labels.Selector.Empty()`` (upstream counts
     nothing then)."""
@@ -102,7 +77,7 @@ class _Selector:
         self.empty = labels.is_empty()
         self.key = labels.key
         self._hash = hash(self.key)
-        self._match_labels = _compile_labels(labels)
+        self._match_labels = compile_matcher(labels)
 
     def matches(self, pod: Pod) -> bool:
         return self._match_labels(pod.labels)
