@@ -520,6 +520,11 @@ class InformerFactory:
         self.informers: dict[str, SharedInformer] = {}
         self.notify: Callable[[], None] | None = None
         self._started = False
+        # State that consumers of these informers build on them and that must live exactly as
+        # long as the factory (the scheduler's DRA manager): kept here rather than in a
+        # module-level map keyed by the factory, whose values reference the factory back and
+        # would keep every cluster alive forever.
+        self.attachments: dict[str, Any] = {}
 
     def informer(self, kind: str, **kwargs: Any) -> SharedInformer:
         """The informer of ``kind`` (made on first use; started at once if the factory runs)."""

@@ -13,7 +13,6 @@ scheduling thread is the only reader and writer, so no retry is needed).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from ksched.api.quantity import parse_quantity
@@ -250,19 +249,18 @@ class DRAManager:
         return out
 
 
-_MANAGERS: weakref.WeakKeyDictionary[Any, DRAManager] = weakref.WeakKeyDictionary()
-
-
 def existing_manager(informers: Any) -> DRAManager | None:
     """The manager of a scheduler whose profiles have DynamicResources (None: DRA is off there,
     as a scheduler without the DRA manager)."""
-    if informers is None:
-        return None
-    return _MANAGERS.get(informers)
+    attachments = getattr(informers, "attachments", None)
+    return None if attachments is None else attachments.get("DRAManager")
 
 
 def manager_of(informers: Any) -> DRAManager:
-    m = _MANAGERS.get(informers)
+    """The DRA manager of the scheduler reading ``informers`` (an InformerFactory), made on first
+    use. It lives on the factory (``attachments``) and dies with it: the manager references the
+    factory's informers, so a map keyed weakly by the factory would never let either go."""
+    m: DRAManager | None = informers.attachments.get("DRAManager")
     if m is None:
-        m = _MANAGERS[informers] = DRAManager(informers)
+        m = informers.attachments["DRAManager"] = DRAManager(informers)
     return m
