@@ -131,6 +131,7 @@ class MultiSimulation:
         cands = [self.store.next_deletion_deadline(), self.cluster.next_wakeup(), self.kubelet.next_wakeup()]
         for inst in self.instances:
             cands.append(inst.scheduler.queue.next_backoff_wakeup())
+            cands.append(inst.scheduler.next_binding_retry())  # a PreBind waiting (volumes, DRA)
             cands.extend(fw.next_permit_deadline() for fw in inst.scheduler.profiles.values())
         times = [t for t in cands if t is not None]
         return min(times) if times else None
@@ -352,11 +353,37 @@ def _stable_keys(out: Outcome, pods: Mapping[str, Pod]) -> None:
                     d[new] = d.pop(k)
 
 
+# The marks a StatefulSet gives each pod from its ordinal (besides the name).
+_ORDINAL_LABELS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
+
+
 def pod_class(pod: Pod) -> str:
     """Pods of one class differ only in name: same namespace, labels and spec (replicas). The
-    labels naming a controller's uid (a Job's, new in every run) are left out."""
+    labels naming a controller's uid (a Job's, new in every run) are left out, and so are the
+    marks of a StatefulSet pod's ordinal: its hostname, the pod-name and pod-index labels, and
+    the names of the claims made from the set's volumeClaimTemplates (``<template>-<pod>``, each
+    pod's own, created alike). StatefulSet pods are replicas like a Deployment's: one scheduler
+    takes them in ordinal order (the controller creates them so), which several instances
+    cannot reproduce, so only how many of them are bound is compared, not which ordinal lands
+    where."""
     spec = {k: v for k, v in (pod.raw.get("spec") or {}).items() if k != "nodeName"}
     labels = {k: v for k, v in pod.labels.items() if not k.endswith("controller-uid")}
+    ref = pod.controller_ref()
+    if ref is not None and ref.kind == "StatefulSet":
+        for k in _ORDINAL_LABELS:
+            labels.pop(k, None)
+        if spec.get("hostname") == pod.name:
+            del spec["hostname"]
+        suffix = "-" + pod.name
+        vols = []
+        for v in spec.get("volumes") or ():
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName", "")
+            if claim.endswith(suffix):
+                v = {**v, "persistentVolumeClaim": {**v["persistentVolumeClaim"],
+                                                    "claimName": claim[:-len(suffix)] + "-"}}
+            vols.append(v)
+        if vols:
+            spec["volumes"] = vols
     return json.dumps([pod.namespace, labels, spec], sort_keys=True)
 
 

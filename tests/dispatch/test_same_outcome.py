@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from multisim import (
     Waves,
     generated_scenario,
     outcome,
+    pod_class,
     reordered,
     run_many,
     run_one,
@@ -70,25 +70,6 @@ def example_sets() -> list[Path]:
         if res.objects and not res.errors and "Node" in kinds and kinds - {"Node", "Namespace", "PriorityClass"}:
             out.append(d)
     return out
-
-
-# Where N instances differ from one scheduler in ksched simulate, and only there: on
-# examples/cluster (rewritten with Deployments) they bind the 6 replicas of data/dpdk-gateway
-# (hugepages nodes only: 306 pods against 300), which one scheduler leaves pending because on a
-# virtual clock the 30 kafka pods fail PreBind at once (their claims' provisioner cannot run
-# while the binding cycle waits) and keep the nominated node their binding cycle wrote, so the
-# hugepages nodes' CPUs stay reserved for them when dpdk-gateway is tried; the kafka pods then
-# land where their provisioned volumes pin them. ksched serve, one scheduler on a real clock,
-# binds dpdk-gateway as the instances do (docs/multi-scheduler.md). Every other count, verdict
-# and node must agree.
-# (Where the kafka pods and which dpdk replicas land is not determined by one scheduler's
-# envelope: only the count shows.)
-KNOWN_DIFFERENCES = {"cluster": (re.compile(r"^bound_per_priority\[0\]: 102, one scheduler: 96$"),)}
-
-
-def unexplained(example: str, bad: list[str]) -> list[str]:
-    known = KNOWN_DIFFERENCES.get(example, ())
-    return [b for b in bad if not any(k.match(b) for k in known)]
 
 
 @functools.cache
@@ -133,6 +114,29 @@ def test_the_examples_are_found() -> None:
     assert {"cluster", "batch"} <= set(found) and "invalid" not in found and "plugins" not in found
 
 
+def test_statefulset_pods_are_replicas_of_one_class() -> None:
+    """A StatefulSet's pods differ in their ordinal's marks (hostname, pod-name and pod-index
+    labels, claims from the volumeClaimTemplates) besides the name: one class, compared by
+    counts. Pods of two sets, or with another claim, are not of it."""
+
+    def ss_pod(name: str, owner: str = "kafka", claim: str = "") -> Pod:
+        return Pod.from_dict({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "data", "labels": {
+                "app": "kafka", "statefulset.kubernetes.io/pod-name": name,
+                "apps.kubernetes.io/pod-index": name.rpartition("-")[2]},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner,
+                                     "uid": f"uid-{owner}", "controller": True}]},
+            "spec": {"hostname": name, "subdomain": "kafka", "containers": [{"name": "main", "image": "k"}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim or f"data-{name}"}}]}})
+
+    assert pod_class(ss_pod("kafka-2")) == pod_class(ss_pod("kafka-24"))
+    assert pod_class(ss_pod("kafka-2")) != pod_class(ss_pod("kafka-3", claim="shared"))
+    bare = ss_pod("kafka-2")
+    bare.raw["metadata"].pop("ownerReferences")
+    assert pod_class(Pod.from_dict(bare.raw)) != pod_class(ss_pod("kafka-24"))
+
+
 @pytest.mark.parametrize("example", [p.name for p in example_sets()])
 def test_instances_reach_one_schedulers_outcome_on_the_examples(example: str) -> None:
     env = one_scheduler(f"example:{example}")
@@ -141,7 +145,7 @@ def test_instances_reach_one_schedulers_outcome_on_the_examples(example: str) ->
     waves = example_waves(example)
     for n, seed in ((2, 0), (2, 1), (3, 0), (3, 1)):
         out = run_many(waves, n, seed=seed, poll_prob=1.0)
-        assert unexplained(example, env.check(out)) == [], (n, seed)
+        assert env.check(out) == [], (n, seed)
     for n, seed in ((2, 2), (3, 2)):
         out = run_many(waves, n, seed=seed, poll_prob=0.3)
         assert env.check_safe(out) == [], (n, seed)

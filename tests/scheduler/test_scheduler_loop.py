@@ -325,6 +325,27 @@ def test_nominated_node_is_written_before_a_binding_that_waits():
     assert _nominations(env, "waits")[-2:] == [("n1", ""), ("", "n1")]
 
 
+def test_a_failed_binding_clears_the_nomination_its_binding_cycle_wrote():
+    """Upstream's handleBindingCycleError passes clearNominatedNode: a binding cycle that wrote
+    the chosen node as nominatedNodeName (NominatedNodeNameForExpectation) and then fails takes
+    it back, even before the scheduler's informer has shown the nomination. Otherwise the node
+    stays reserved for the pod (the nominator follows status.nominatedNodeName) while it backs
+    off, and equal or lower priority pods are kept off it."""
+    log = CallLog()
+    env = fit_env("PB", plugins=(pre_bind_plugin("PB", log, only_labelled=True),))
+    env.create(make_node("n1", cpu="2"))
+    env.create(cpu_pod("p", labels={"prebind": "PB", "fail-prebind": "1"}))
+    env.run()
+    p = env.pod("p")
+    assert p.node_name == "" and cond(p)["reason"] == "SchedulerError"
+    assert _nominations(env, "p") == [("", ""), ("n1", ""), ("", "")]
+    assert env.sched.queue.nominator.nominated_node(p) == ""
+    # The node's room is not held for the pod while it backs off.
+    env.create(cpu_pod("q", cpu="2"))
+    env.run()
+    assert env.node_of("q") == "n1"
+
+
 def test_permit_timeout_rejects_on_the_virtual_clock():
     env = fit_env("WaitingPermit", plugins=(WaitingPermit,))
     env.create(make_node("n1"))

@@ -367,6 +367,7 @@ class ScheduleOne:
     _binding_tasks: deque[BindingTask]
     _stopping: Any  # threading.Event | None
     _completed: _queue.SimpleQueue[BindingTask]
+    _nominations_written: dict[str, str]
     _wake: Any
     _recorder: Callable[[Pod], EventRecorder]
     responsible_for: Callable[[Pod], bool]
@@ -521,6 +522,9 @@ class ScheduleOne:
                                   "application/strategic-merge-patch+json", "status")
             except ApiError as e:
                 return Status.as_error(f"updating the nominated node of {pod.key}: {e.message}")
+            # A failure of this binding cycle takes it back (upstream's clearNominatedNode), whether
+            # or not the informer shows it by then.
+            self._nominations_written[pod.key] = host
         return None
 
     def _binding_cycle(self, task: BindingTask) -> Status | None:
@@ -636,6 +640,7 @@ class ScheduleOne:
             # in flight, so the events seen meanwhile decide where it goes back to.
             self.queue.done(pod)
         if task.status is None:
+            self._nominations_written.pop(pod.key, None)  # binding cleared it (the API server does)
             self.cache.finish_binding(pod)
             self.scheduled += 1
             self._recorder(pod).event(task.qpi.pod, "Normal", "Scheduled", "Binding",
@@ -673,6 +678,7 @@ class ScheduleOne:
                         nominating: PostFilterResult | None) -> None:
         pod = qpi.pod
         msg = st.message()
+        written = self._nominations_written.pop(pod.key, "")
         self._recorder(pod).event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         inf = self.informers.informers.get("Pod")
         cached = inf.get(pod.key) if inf is not None else None
@@ -700,13 +706,18 @@ class ScheduleOne:
                 self.queue.nominator.add(qpi.pod_info, nominated)
             else:
                 self.queue.nominator.delete(qpi.pod)
-        self._update_pod_status(cached, reason, msg, nominated, nominating is not None)
+        self._update_pod_status(cached, reason, msg, nominated, nominating is not None, written)
 
-    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated: str, set_nominated: bool) -> None:
+    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated: str, set_nominated: bool,
+                           written: str = "") -> None:
+        """Upstream's updatePod: the PodScheduled condition, and the nominated node when
+        ``set_nominated`` (ModeOverride) and it differs. ``pod`` is the informer's copy;
+        ``written``: the nominated node this pod's binding cycle wrote, which that copy may not
+        show yet: a binding that failed at once must still clear it."""
         cond = pod.condition("PodScheduled")
         same = cond is not None and cond.get("status") == "False" and cond.get("reason") == reason and \
             cond.get("message") == message
-        nn_change = set_nominated and pod.nominated_node_name != nominated
+        nn_change = set_nominated and (written or pod.nominated_node_name) != nominated
         if same and not nn_change:
             return
         patch: dict[str, Any] = {"status": {}}

@@ -127,6 +127,8 @@ class Scheduler(ScheduleOne):
         self._binding_tasks: deque[BindingTask] = deque()
         self._stopping: threading.Event | None = None  # threaded mode: run()'s stop event
         self._completed: _queue.SimpleQueue[BindingTask] = _queue.SimpleQueue()
+        # Pod key -> the nominatedNodeName its binding cycle wrote (NominatedNodeNameForExpectation).
+        self._nominations_written: dict[str, str] = {}
         self._executor: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=binding_workers, thread_name_prefix="binding") if threaded else None)
         self._wake = threading.Event()

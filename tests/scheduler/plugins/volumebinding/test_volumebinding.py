@@ -21,7 +21,7 @@ from ksched.controllers.manager import ControllerManager
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.events import ActionType, EventResource, QueueingHint
-from ksched.scheduler.framework.status import Code
+from ksched.scheduler.framework.status import Code, WaitUntil
 from ksched.scheduler.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -691,16 +691,45 @@ def test_prebind_fails_when_the_pod_is_gone() -> None:
     assert st is not None and st.reasons == ('binding volumes: pod does not exist any more: pods "p" not found',)
 
 
-def test_prebind_times_out_on_a_virtual_clock_when_nothing_binds() -> None:
+def test_prebind_waits_on_a_virtual_clock_until_the_bind_timeout() -> None:
+    """Upstream's PreBind polls until the PV controller (or a provisioner) has bound every claim,
+    for up to bindTimeoutSeconds. On a virtual clock nothing else runs while a PreBind blocks,
+    so it asks to be called again later (WaitUntil) rather than failing at once; once the clock
+    has passed the timeout it fails as upstream does."""
+    c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
+                pv_controller=False, timeout=30)
+    pod = c.pod("p", "data")
+    state, _ = c.cycle(pod, "n1")
+    start = c.clock.now()
+    st = c.runner.fw.run_pre_bind(state, pod, "n1")
+    # The API update was made (the volume is reserved for the claim) and PreBind waits.
+    assert c.store.get("PersistentVolume", "", "pv1").claim_ref["name"] == "data"  # type: ignore[attr-defined]
+    asked = []
+    while isinstance(st, WaitUntil):
+        assert st.plugin == "VolumeBinding" and st.code == Code.WAIT
+        assert c.clock.now() < st.retry_at <= start + 30
+        asked.append(st.retry_at - start)
+        c.clock.advance_to(st.retry_at)
+        st = c.runner.fw.run_pre_bind(state, pod, "n1", st.resume)
+    assert st is not None and st.code == Code.ERROR
+    assert st.reasons == ('running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded',)
+    assert c.clock.now() == start + 30 and asked[-1] == 30
+    # Polled as often as on a real clock: quickly at first, then every second.
+    assert asked[:3] == pytest.approx([0.05, 0.15, 0.35]) and len(asked) < 40
+
+
+def test_prebind_on_a_virtual_clock_completes_once_the_controller_binds() -> None:
     c = Cluster([make_node("n1")], [sc_raw("local"), pv_raw("pv1", "local"), pvc_raw("data", "local")],
                 pv_controller=False)
     pod = c.pod("p", "data")
     state, _ = c.cycle(pod, "n1")
-    st = c.plugin.pre_bind(state, pod, "n1")
-    assert st is not None and st.code == Code.ERROR
-    assert st.reasons == ("binding volumes: context deadline exceeded",)
-    # The API update was made (the volume is reserved for the claim); Unreserve drops the assumption.
-    assert c.store.get("PersistentVolume", "", "pv1").claim_ref["name"] == "data"  # type: ignore[attr-defined]
+    st = c.runner.fw.run_pre_bind(state, pod, "n1")
+    assert isinstance(st, WaitUntil)
+    late = ControllerManager(c.client, c.clock, ["persistentvolume-binder"])
+    late.settle()
+    c.clock.advance_to(st.retry_at)
+    assert c.runner.fw.run_pre_bind(state, pod, "n1", st.resume) is None
+    assert c.pvc("data").volume_name == "pv1"
 
 
 def test_prebind_polls_until_the_controller_binds_on_a_real_clock() -> None:
@@ -718,13 +747,19 @@ def test_prebind_polls_until_the_controller_binds_on_a_real_clock() -> None:
     t = threading.Thread(target=late_controller)
     t.start()
     t0 = time.monotonic()
+    polls = 0
     try:
+        # What a threaded binding cycle does with WaitUntil: sleep until then and ask again.
         st = c.runner.fw.run_pre_bind(state, pod, "n1")
+        while isinstance(st, WaitUntil):
+            polls += 1
+            time.sleep(max(0.0, st.retry_at - c.clock.now()))
+            st = c.runner.fw.run_pre_bind(state, pod, "n1", st.resume)
     finally:
         t.join()
         late.stop()
     assert st is None
-    assert time.monotonic() - t0 >= 0.25
+    assert time.monotonic() - t0 >= 0.25 and polls >= 2
     assert c.pvc("data").volume_name == "pv1"
 
 
@@ -836,6 +871,70 @@ def test_schedule_waits_for_immediate_claims_and_missing_claims() -> None:
     s.run_until_idle()
     assert scheduled(store, "q") == "n1"
     assert scheduled(store, "r") == "n1"
+
+
+def test_schedule_waits_in_prebind_for_the_provisioner_on_the_virtual_clock() -> None:
+    """Whole scheduler, single-threaded on a virtual clock, no PV controller running: the pod's
+    binding cycle waits in PreBind (the pod stays assumed, nominated to its node) until
+    bindTimeoutSeconds have passed on the clock, then fails with upstream's message and takes
+    back the nomination it wrote."""
+    clock = VirtualClock()
+    store = EmbeddedCluster(clock, controllers=["*", "-persistentvolume-binder"]).store
+    store.create(make_node("n1").raw)
+    store.create(sc_raw("fast", provisioner="csi.example.com"))
+    store.create(pvc_raw("data", "fast"))
+    store.create(make_pod("p", volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]).raw)
+    cfg = parse_configuration({"profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
+        "enabled": [{"name": n} for n in PLUGINS], "disabled": [{"name": "*"}]}},
+        "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]}]})
+    s = Scheduler(InProcessClient(store), cfg, clock=clock, record_events=False)
+    s.sync()
+    start = clock.now()
+    s.run_until_idle()
+    pod = store.get("Pod", "default", "p")
+    assert s.cache.is_assumed(pod) and pod.nominated_node_name == "n1"  # type: ignore[attr-defined]
+    assert store.get("PersistentVolumeClaim", "default", "data").annotations[  # type: ignore[attr-defined]
+        "volume.kubernetes.io/selected-node"] == "n1"
+    while clock.now() < start + 30:
+        t = s.next_wakeup()
+        assert t is not None and t <= start + 30
+        clock.advance_to(t)
+        s.run_until_idle()
+        if clock.now() < start + 30:
+            assert s.cache.is_assumed(pod) and s.failed_attempts == 0
+    pod = store.get("Pod", "default", "p")
+    assert not s.cache.is_assumed(pod) and pod.node_name == ""  # type: ignore[attr-defined]
+    c = pod.condition("PodScheduled")  # type: ignore[attr-defined]
+    assert (c["reason"], c["message"]) == (
+        "SchedulerError", 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded')
+    assert pod.nominated_node_name == "" and s.queue.nominator.nominated_node(pod) == ""  # type: ignore[attr-defined]
+
+
+def test_one_scheduler_binds_a_provisioned_claims_pod_at_its_first_attempt_in_simulate() -> None:
+    """ksched simulate (one scheduler, controllers held while it runs, virtual clock): the pod
+    whose WaitForFirstConsumer claim must be provisioned is bound at its first attempt, as
+    ksched serve binds it on a real clock: its binding cycle writes the nomination, PreBind
+    waits while the provisioner (the PV controller) makes the volume for the selected node, and
+    binding clears the nomination. Before, PreBind failed at once (nothing runs while a PreBind
+    blocks on a virtual clock) and the pod kept the nomination through its backoff."""
+    from ksched.sim.simulation import Simulation
+
+    sim = Simulation(seed=0)
+    sim.load([make_node("n1").raw, make_node("n2").raw, sc_raw("fast", provisioner="csi.example.com"),
+              pvc_raw("data", "fast"),
+              make_pod("p", volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]).raw])
+    sim.run(60)
+    pod = sim.store.get("Pod", "default", "p")
+    assert pod.node_name in ("n1", "n2")  # type: ignore[attr-defined]
+    assert sim.scheduler.failed_attempts == 0
+    assert [e for e in sim.store.list("Event")[0] if e.raw.get("reason") == "FailedScheduling"] == []
+    claim = sim.store.get("PersistentVolumeClaim", "default", "data")
+    assert claim.phase == "Bound"  # type: ignore[attr-defined]
+    assert claim.annotations["volume.kubernetes.io/selected-node"] == pod.node_name  # type: ignore[attr-defined]
+    w = sim.store.watch("Pod", resource_version="1")
+    seen = [(e.object.nominated_node_name, e.object.node_name) for e in w.drain()
+            if e.object is not None and e.object.name == "p"]
+    assert seen[:3] == [("", ""), (pod.node_name, ""), ("", pod.node_name)]  # type: ignore[attr-defined]
 
 
 # ---- queueing hints ------------------------------------------------------------------------

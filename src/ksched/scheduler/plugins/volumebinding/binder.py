@@ -3,8 +3,15 @@
 ``get_pod_volume_claims`` (PreFilter) sorts a pod's claims into bound, unbound with delayed
 binding and unbound with immediate binding; ``find_pod_volumes`` (Filter) checks one node;
 ``assume_pod_volumes`` (Reserve) records the choice in the assume caches;
-``bind_pod_volumes`` (PreBind) makes the API updates and waits until the PV controller has bound
-every claim; ``revert_assumed_pod_volumes`` (Unreserve) drops the assumptions.
+``bind_pod_volumes`` (PreBind) makes the API updates, and ``poll_pod_volumes`` polls until the PV
+controller has bound every claim or ``bind_timeout`` has passed on the cluster's clock;
+``revert_assumed_pod_volumes`` (Unreserve) drops the assumptions.
+
+Divergence: upstream's BindPodVolumes blocks its binding goroutine while it polls (every second,
+the first poll after a second). Here the poll is a call of its own, so the PreBind plugin can
+hand the wait back to the binding cycle (``WaitUntil``) and a single-threaded scheduler on a
+virtual clock lets the PV controller and the provisioner act meanwhile, as they do beside a
+scheduler on a real clock; the first poll is at once, then after 0.05 s, doubling up to a second.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
     "ERR_REASON_NOT_ENOUGH_SPACE",
     "ERR_REASON_PV_NOT_EXIST",
     "BindingInfo",
+    "BindingWait",
     "PodVolumeClaims",
     "PodVolumes",
     "VolumeBinder",
@@ -60,6 +68,15 @@ _MAX_POLL_INTERVAL = 1.0  # upstream polls every second
 
 class VolumeBindingError(Exception):
     """Something went wrong (an Error status, not a rejection)."""
+
+
+@dataclass(slots=True)
+class BindingWait:
+    """PreBind's wait for the PV controller to complete a pod's bindings: until ``deadline``
+    (clock time), polled after ``interval`` seconds, doubling up to upstream's one second."""
+
+    deadline: float
+    interval: float = _FIRST_POLL_INTERVAL
 
 
 @dataclass(slots=True)
@@ -312,30 +329,31 @@ class VolumeBinder:
 
     # ---- PreBind ---------------------------------------------------------------------------
 
-    def bind_pod_volumes(self, pod: Pod, node_name: str, pod_volumes: PodVolumes) -> None:
-        """Write the bindings to the API and wait (until ``bind_timeout``) for the PV controller
-        to complete them. Raises VolumeBindingError."""
+    def bind_pod_volumes(self, pod_volumes: PodVolumes) -> BindingWait:
+        """Write the bindings to the API; the wait for the PV controller to complete them
+        starts (:meth:`poll_pod_volumes`). Raises VolumeBindingError."""
         self._bind_api_update(pod_volumes)
+        return BindingWait(self._now() + self.bind_timeout)
+
+    def poll_pod_volumes(self, pod: Pod, node_name: str, pod_volumes: PodVolumes, wait: BindingWait) -> float | None:
+        """One poll of upstream's wait for the bindings: None once every claim is fully bound,
+        else the clock time of the next poll. Raises VolumeBindingError when the binding failed
+        or the wait has reached ``bind_timeout`` ("context deadline exceeded")."""
+        try:
+            if self._check_bindings(pod, node_name, pod_volumes):
+                return None
+        except VolumeBindingError as e:
+            raise VolumeBindingError(f"binding volumes: {e}") from e
+        t = self._now()
+        if t >= wait.deadline:
+            raise VolumeBindingError("binding volumes: context deadline exceeded")
+        at = min(t + wait.interval, wait.deadline)
+        wait.interval = min(wait.interval * 2, _MAX_POLL_INTERVAL)
+        return at
+
+    def _now(self) -> float:
         clock = getattr(self.handle, "clock", None)
-
-        def now() -> float:
-            return clock.now() if clock is not None else time.time()
-
-        deadline = now() + self.bind_timeout
-        interval = _FIRST_POLL_INTERVAL
-        while True:
-            try:
-                if self._check_bindings(pod, node_name, pod_volumes):
-                    return
-            except VolumeBindingError as e:
-                raise VolumeBindingError(f"binding volumes: {e}") from e
-            t = now()
-            # On a virtual clock nothing else runs while this pod's binding cycle waits: if the
-            # bindings are not complete now they will not be before the timeout.
-            if t >= deadline or (clock is not None and getattr(clock, "virtual", False)):
-                raise VolumeBindingError("binding volumes: context deadline exceeded")
-            time.sleep(min(interval, deadline - t))
-            interval = min(interval * 2, _MAX_POLL_INTERVAL)
+        return clock.now() if clock is not None else time.time()
 
     def _bind_api_update(self, pod_volumes: PodVolumes) -> None:
         client = self.handle.client

@@ -14,7 +14,11 @@ binder it drives is ``binder.py``, its assume caches ``assume_cache.py``).
   upstream's reasons.
 * Reserve assumes the choice (the volume reserved for the claim, the claim's selected node),
   Unreserve reverts it, PreBind writes it to the API and waits for the PV controller to complete
-  the bindings (``bindTimeoutSeconds``).
+  the bindings (``bindTimeoutSeconds`` on the cluster's clock, then ``binding volumes: context
+  deadline exceeded``). It does not block while it waits: it returns ``WaitUntil`` (the next
+  poll) and the binding cycle calls it again then, as DynamicResources does for binding
+  conditions, so a single-threaded scheduler on a virtual clock waits for the provisioner as
+  one on a real clock does instead of failing at once.
 * Score (only with a ``shape`` in the args, standing in for upstream's StorageCapacityScoring
   gate) rates static bindings by how full the chosen volumes would be.
 """
@@ -58,12 +62,13 @@ from ksched.scheduler.framework.signers import (
     has_claim_volumes,
     volumes_signer,
 )
-from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.status import Code, Status, WaitUntil
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.helper.claims import claim_event_hint
 from ksched.scheduler.plugins.helper.shape_score import broken_linear
 from ksched.scheduler.plugins.nodevolumelimits import MIGRATED_PLUGINS_ANNOTATION
 from ksched.scheduler.plugins.volumebinding.binder import (
+    BindingWait,
     PodVolumeClaims,
     PodVolumes,
     VolumeBinder,
@@ -89,7 +94,8 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 class _State(StateData):
     """Shared by every clone of the cycle state (as upstream's pointer)."""
 
-    __slots__ = ("all_bound", "bound_anywhere", "has_static_bindings", "pod_volume_claims", "pod_volumes_by_node")
+    __slots__ = ("all_bound", "binding_wait", "bound_anywhere", "has_static_bindings", "pod_volume_claims",
+                 "pod_volumes_by_node")
 
     def __init__(self, claims: PodVolumeClaims | None = None) -> None:
         self.all_bound = False
@@ -99,6 +105,8 @@ class _State(StateData):
         self.pod_volumes_by_node: dict[str, PodVolumes] | None = {} if claims is not None else None
         self.pod_volume_claims = claims
         self.has_static_bindings = False
+        # PreBind's wait for the PV controller, once the bindings are written.
+        self.binding_wait: BindingWait | None = None
 
     def clone(self) -> _State:
         return self
@@ -328,10 +336,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         if pv is None:
             return Status.as_error(f'no pod volumes found for node "{node_name}"', NAME)
         try:
-            self.binder.bind_pod_volumes(pod, node_name, pv)
+            if s.binding_wait is None:
+                s.binding_wait = self.binder.bind_pod_volumes(pv)
+            at = self.binder.poll_pod_volumes(pod, node_name, pv, s.binding_wait)
         except VolumeBindingError as e:
             return Status.as_error(str(e), NAME)
-        return None
+        if at is None:
+            return None
+        return WaitUntil(at, "waiting for the volumes to be bound", plugin=NAME)
 
     # ---- EnqueueExtensions ----------------------------------------------------------------
 
