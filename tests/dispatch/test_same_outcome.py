@@ -327,8 +327,7 @@ def test_serve_with_two_scheduler_processes_reaches_one_schedulers_outcome(tmp_p
     same: as many pods bound per priority, the same pending pods' verdicts, the same preemptions
     (none); and the two instances' outcome is safe and settled. (The served runs end before
     simulate's 660 virtual seconds of Jobs, so they are compared with each other, not with the
-    simulated envelope; on the rewritten example both bind the dpdk-gateway replicas that
-    simulate's one scheduler refuses, docs/multi-scheduler.md.)"""
+    simulated envelope.)"""
     example = REPO / "examples" / "cluster"
     one, one_pids, one_kc = _serve(example, tmp_path / "one", 1)
     two, two_pids, two_kc = _serve(example, tmp_path / "two", 2)
