@@ -346,6 +346,42 @@ def test_a_failed_binding_clears_the_nomination_its_binding_cycle_wrote():
     assert env.node_of("q") == "n1"
 
 
+def test_a_binding_refused_as_a_conflict_clears_the_nomination_its_binding_cycle_wrote():
+    """A binding the conflict resolver refuses (409: another scheduler took the room while
+    this pod's PreBind worked) is a failed binding too: upstream clears the nomination its
+    binding cycle wrote. Here the pod goes straight back to the queue (no backoff), is found not
+    to fit, and PostFilter nominates nothing, which leaves the nomination as it is: it must not
+    still name the node that was lost."""
+    env_box: list[Env] = []
+
+    class Intruder(PreBindPlugin):
+        name = "Intruder"
+
+        def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Any:
+            return None
+
+        def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
+            # Another scheduler binds a pod that takes the whole node meanwhile.
+            store = env_box[0].store
+            if store.get("Pod", "default", "intruder").node_name == "":
+                store.bind("default", "intruder", node_name)
+            return None
+
+    pf = post_filter_plugin("FakePreemption", code=Code.UNSCHEDULABLE, message="preemption: not helpful")
+    env = fit_env("Intruder", "FakePreemption", plugins=(Intruder, pf))
+    env_box.append(env)
+    env.create(make_node("n1", cpu="2"))
+    env.create(cpu_pod("intruder", cpu="2", scheduler_name="someone-else"))
+    env.create(cpu_pod("p", cpu="2"))
+    env.run()
+    assert env.node_of("intruder") == "n1"
+    p = env.pod("p")
+    assert p.node_name == "" and cond(p)["reason"] == "Unschedulable"
+    assert any(e.raw["message"].startswith("Binding rejected: ") for e in env.events("FailedScheduling", "p"))
+    assert p.nominated_node_name == ""
+    assert env.sched.queue.nominator.nominated_node(p) == ""
+
+
 def test_permit_timeout_rejects_on_the_virtual_clock():
     env = fit_env("WaitingPermit", plugins=(WaitingPermit,))
     env.create(make_node("n1"))

@@ -659,6 +659,15 @@ class ScheduleOne:
                               f"Binding rejected: {err.message}")
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
+            written = self._nominations_written.pop(pod.key, "")
+            if written:
+                # A failed binding all the same: upstream clears the nomination (clearNominatedNode).
+                self.queue.nominator.delete(qpi.pod)
+                try:
+                    self.client.patch("Pod", pod.namespace, pod.name, {"status": {"nominatedNodeName": None}},
+                                      "application/strategic-merge-patch+json", "status")
+                except ApiError as e:
+                    log.debug("clearing the nominated node of %s failed: %s", pod.key, e)
             self.queue.requeue_after_conflict(qpi)
             return
         if isinstance(err, ApiError):
