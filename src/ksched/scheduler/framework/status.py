@@ -112,9 +112,9 @@ class Status:
 
 class WaitUntil(Status):
     """A PreBind plugin's "not yet, ask again at ``retry_at``" (clock time): where upstream's
-    PreBind blocks while it polls (DynamicResources waiting for device binding conditions), a
-    ksched PreBind returns this and the binding cycle calls it again then, without blocking the
-    single-threaded scheduler. ``resume``: the index of the PreBind plugin to go on from (set by
+    PreBind blocks while it polls (VolumeBinding waiting for the PV controller, DynamicResources
+    for device binding conditions), a ksched PreBind returns this and the binding cycle calls it
+    again then, without blocking the single-threaded scheduler. ``resume``: the index of the PreBind plugin to go on from (set by
     the runtime)."""
 
     __slots__ = ("resume", "retry_at")
