@@ -640,7 +640,8 @@ class ScheduleOne:
             # in flight, so the events seen meanwhile decide where it goes back to.
             self.queue.done(pod)
         if task.status is None:
-            self._nominations_written.pop(pod.key, None)  # binding cleared it (the API server does)
+            if self._nominations_written:  # empty unless some binding cycle wrote a nomination
+                self._nominations_written.pop(pod.key, None)  # binding cleared it (the API server does)
             self.cache.finish_binding(pod)
             self.scheduled += 1
             self._recorder(pod).event(task.qpi.pod, "Normal", "Scheduled", "Binding",
