@@ -150,3 +150,63 @@ def test_a_lean_pod_becomes_a_plain_pod_once_decoded() -> None:
     assert type(copy) is Pod and _view(copy) == _view(Pod(raw))
     assert len(pod.tolerations) == 2 and type(pod) is Pod
     assert not hasattr(type(pod), "__getattr__")
+
+
+_QUANTITY_TEXTS = st.one_of(
+    st.sampled_from(["100m", "500Mi", "4", "32Gi", "1.5", "0", " 2 ", "1e3", "110", "2Ki", "0.001"]),
+    st.from_regex(r"\A[0-9]{1,6}(\.[0-9]{1,3})?(m|k|M|G|Ki|Mi|Gi)?\Z"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]), _QUANTITY_TEXTS),
+                max_size=6))
+def test_resource_map_memo_agrees_with_resource_units(entries: list[tuple[str, str]]) -> None:
+    """The memo of string quantities (reference: ``resource_units`` of each) gives the same
+    units, before and after its first use, and when it is cleared for being full."""
+    from ksched.api import pod as pod_module
+    from ksched.api.pod import resource_map, resource_units
+
+    d = dict(entries)
+    want = {k: resource_units(k, v) for k, v in d.items()}
+    assert resource_map(d) == want
+    assert resource_map(d) == want  # from the memo
+    saved = pod_module._UNITS_MAX
+    pod_module._UNITS_MAX = 1
+    pod_module._UNITS.clear()
+    try:
+        assert resource_map(d) == want and len(pod_module._UNITS) <= 1
+    finally:
+        pod_module._UNITS_MAX = saved
+
+
+def test_resource_map_memo_keeps_rejecting_what_is_no_quantity() -> None:
+    """Only strings are memoized: ``True`` (equal to 1 as a key) and other non-quantities still
+    fail as ``resource_units`` fails, and a bad string fails every time."""
+    import pytest
+
+    from ksched.api.pod import resource_map
+    from ksched.api.quantity import QuantityError
+
+    assert resource_map({"cpu": "1"}) == {"cpu": 1000}
+    assert resource_map({"cpu": 1}) == {"cpu": 1000}
+    for bad in ({"cpu": True}, {"cpu": "1 Gi"}, {"cpu": "1 Gi"}, {"cpu": [1]}):
+        with pytest.raises(QuantityError):
+            resource_map(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.datetimes(timezones=st.just(__import__("datetime").UTC)).map(
+    lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")), st.text(max_size=12)))
+def test_parse_time_memo_agrees_with_parsing(text: str) -> None:
+    """Timestamps parsed once by their text (reference: ``datetime.fromisoformat``): the same
+    seconds, or None for what is no timestamp, on the first and on later reads."""
+    from datetime import datetime
+
+    from ksched.api.meta import parse_time
+
+    try:
+        want = datetime.fromisoformat(text).timestamp() if text else None
+    except ValueError:
+        want = None
+    assert parse_time(text) == want
+    assert parse_time(text) == want

@@ -15,10 +15,28 @@ from typing import Any, ClassVar, Self
 __all__ = ["KubeObject", "OwnerReference", "format_time", "parse_time"]
 
 
+# Timestamps parsed, by their text: the objects of a list share many (creation times at one-second
+# resolution), so each is parsed once. Bounded: cleared when full.
+_TIMES: dict[str, float | None] = {}
+_TIMES_MAX = 4096
+
+
 def parse_time(v: Any) -> float | None:
     """RFC 3339 timestamp -> seconds since the epoch (None when absent or unparsable)."""
     if v is None or v == "":
         return None
+    if type(v) is str:
+        t = _TIMES.get(v, _TIMES)
+        if t is not _TIMES:
+            return t  # type: ignore[return-value]
+        try:
+            t = datetime.fromisoformat(v).timestamp()
+        except ValueError:
+            t = None
+        if len(_TIMES) >= _TIMES_MAX:
+            _TIMES.clear()
+        _TIMES[v] = t
+        return t
     if isinstance(v, int | float):
         return float(v)
     if isinstance(v, datetime):

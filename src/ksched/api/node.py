@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ksched.api.meta import KubeObject
-from ksched.api.pod import resource_units
+from ksched.api.pod import resource_map
 from ksched.api.taints import Taint
 
 __all__ = ["ContainerImage", "Node"]
@@ -41,12 +41,11 @@ class Node(KubeObject):
         self.unschedulable: bool = bool(spec.get("unschedulable", False))
         self.taints: tuple[Taint, ...] = tuple(Taint.from_dict(t) for t in spec.get("taints") or ())
         cap = status.get("capacity") or {}
-        self.capacity: dict[str, int] = {k: resource_units(k, v) for k, v in cap.items()}
+        self.capacity: dict[str, int] = resource_map(cap)
         alloc = status.get("allocatable")
         # Allocatable defaults to capacity when a node does not report it (as the fake nodes of
         # scheduler_perf do).
-        self.allocatable: dict[str, int] = (
-            {k: resource_units(k, v) for k, v in alloc.items()} if alloc is not None else dict(self.capacity))
+        self.allocatable: dict[str, int] = resource_map(alloc) if alloc is not None else dict(self.capacity)
         self.conditions: list[dict[str, Any]] = status.get("conditions") or []
         self.images: tuple[ContainerImage, ...] = tuple(ContainerImage(i) for i in status.get("images") or ())
 

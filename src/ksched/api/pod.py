@@ -28,6 +28,7 @@ __all__ = [
     "Pod",
     "TopologySpreadConstraint",
     "Volume",
+    "resource_map",
     "resource_units",
 ]
 
@@ -48,10 +49,33 @@ def resource_units(name: str, q: Any) -> int:
     return milli_value(q) if name == CPU else value(q)
 
 
-def _resource_map(d: Any) -> dict[str, int]:
+# Quantities written as strings, in the scheduler's units, by (resource name, text): a cluster's
+# pods and nodes repeat a few values ("100m", "500Mi", "4"), so each is converted once (the
+# informers of a restart decode tens of thousands of requests and limits). Bounded: cleared
+# when full. Only strings are kept (True == 1 as a key, but True is no quantity).
+_UNITS: dict[tuple[str, str], int] = {}
+_UNITS_MAX = 4096
+
+
+def resource_map(d: Any) -> dict[str, int]:
+    """``{name: resource_units(name, q)}`` of a resource list (requests, limits, capacity)."""
     if not d:
         return {}
-    return {k: resource_units(k, v) for k, v in d.items()}
+    out: dict[str, int] = {}
+    units = _UNITS
+    for k, v in d.items():
+        if type(v) is str:
+            u = units.get((k, v))
+            if u is None:
+                u = resource_units(k, v)
+                if len(units) >= _UNITS_MAX:
+                    units.clear()
+                units[(k, v)] = u
+            out[k] = u
+        else:
+            out[k] = resource_units(k, v)
+    return out
+
 
 
 class ContainerPort:
@@ -72,8 +96,8 @@ class Container:
         self.name: str = d.get("name") or ""
         self.image: str = d.get("image") or ""
         res = d.get("resources") or {}
-        self.requests: dict[str, int] = _resource_map(res.get("requests"))
-        self.limits: dict[str, int] = _resource_map(res.get("limits"))
+        self.requests: dict[str, int] = resource_map(res.get("requests"))
+        self.limits: dict[str, int] = resource_map(res.get("limits"))
         # API defaulting: a limit without a request defaults the request to the limit.
         for k, v in self.limits.items():
             if k not in self.requests:
@@ -200,10 +224,10 @@ class Pod(KubeObject):
         self.containers: tuple[Container, ...] = tuple(Container(c) for c in spec.get("containers") or ())
         self.init_containers: tuple[Container, ...] = tuple(
             Container(c) for c in spec.get("initContainers") or ())
-        self.overhead: dict[str, int] = _resource_map(spec.get("overhead"))
+        self.overhead: dict[str, int] = resource_map(spec.get("overhead"))
         pod_res = spec.get("resources") or {}
-        plr = _resource_map(pod_res.get("requests"))
-        for k, v in _resource_map(pod_res.get("limits")).items():
+        plr = resource_map(pod_res.get("requests"))
+        for k, v in resource_map(pod_res.get("limits")).items():
             plr.setdefault(k, v)
         self.pod_level_requests: dict[str, int] = plr
         self.phase: str = status.get("phase") or PHASE_PENDING

@@ -65,7 +65,21 @@ def _tune_gc() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
+def _single_threaded_blas() -> None:
+    """One OpenBLAS thread (unless the environment says otherwise), set before NumPy is imported.
+
+    NumPy's OpenBLAS starts a thread per core at import, and those threads spin waiting for
+    work: about 0.12 CPU seconds of a second core at every start (0.19 against 0.07 CPU s for
+    ``import numpy`` on the project's 2-core machine), taken from the API server or the other
+    processes there. ksched's array work is elementwise (no BLAS call in the scheduling cycle),
+    so the threads never help."""
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _single_threaded_blas()
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)
