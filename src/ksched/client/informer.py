@@ -108,9 +108,18 @@ class DeltaFIFO:
             self._replace_done(listed)
 
     def _replace_page(self, objs: list[KubeObject], listed: set[str]) -> None:
+        # ``_add(REPLACED, o)`` for each object, inlined (a restart's list is tens of thousands
+        # of objects; a Replaced delta is never de-duplicated).
+        items, queue = self._items, self._queue
         for o in objs:
-            listed.add(o.key)
-            self._add(REPLACED, o)
+            key = o.key
+            listed.add(key)
+            deltas = items.get(key)
+            if deltas is None:
+                items[key] = [(REPLACED, o)]
+                queue.append(key)
+            else:
+                deltas.append((REPLACED, o))
 
     def _replace_done(self, listed: set[str]) -> None:
         # Keys still queued (not yet in the indexer) that the list no longer has, as
