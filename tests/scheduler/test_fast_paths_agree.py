@@ -127,3 +127,41 @@ def test_fast_and_per_node_paths_explain_failures_identically(seed: int) -> None
     assert _outcomes(True, nodes, pods, seed, None, explain=True) == fast
     failed = [msg for node, msg in fast.values() if node is None]
     assert failed and all(m.startswith(f"0/{len(nodes)} nodes are available") for m in failed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_score_plugins_that_score_zero_left_out_place_pods_as_when_they_run(seed: int,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """ZeroScore plugins (DynamicResources for a pod without claims, ImageLocality for a pod
+    whose images no node holds) are left out of Score: the same placements as when they score
+    every node (their reference path), and they really are left out."""
+    from ksched.scheduler.plugins.dynamicresources.plugin import _NO_CLAIMS, DynamicResources, _State
+    from ksched.scheduler.plugins.imagelocality import ImageLocality
+
+    rng = random.Random(3000 + seed)
+    nodes, pods = _cluster(rng)
+    calls: dict[str, int] = {"dra": 0, "image": 0}
+
+    def counting(which: str, fn: Any) -> Any:
+        def wrapped(self: Any, *args: Any) -> Any:
+            calls[which] += 1
+            return fn(self, *args)
+        return wrapped
+
+    for cls, which in ((DynamicResources, "dra"), (ImageLocality, "image")):
+        for method in ("score", "score_nodes"):  # per node, vectorized
+            monkeypatch.setattr(cls, method, counting(which, getattr(cls, method)))
+    for vectorize in (True, False):
+        calls.update(dra=0, image=0)
+        left_out = _outcomes(vectorize, nodes, pods, seed, None)
+        assert calls["dra"] == 0
+        with monkeypatch.context() as m:
+            m.setattr(DynamicResources, "scores_zero", lambda self, state, pod: False)
+            m.setattr(ImageLocality, "scores_zero", lambda self, state, pod: False)
+            image_calls = calls["image"]
+            every = _outcomes(vectorize, nodes, pods, seed, None)
+            assert calls["dra"] > 0 and calls["image"] > image_calls
+        assert left_out == every
+    assert any(node is not None for node, _ in left_out.values())
+    # The state shared by pods without claims was never written to.
+    assert _State() == _NO_CLAIMS

@@ -84,13 +84,19 @@ def add_all_event_handlers(sched: EventTarget) -> None:
     nodes = f.informer("Node")
 
     def assigned(p: Any) -> bool:
-        p = _unwrap(p)
-        return isinstance(p, Pod) and bool(p.node_name) and not p.is_terminal
+        if type(p) is not Pod:  # (a Pod, nearly always: no unwrapping then)
+            p = _unwrap(p)
+            if not isinstance(p, Pod):
+                return False
+        return bool(p.node_name) and not p.is_terminal
 
     def unscheduled(p: Any) -> bool:
         """An unscheduled pod of our profiles, whichever instance it is dispatched to."""
-        p = _unwrap(p)
-        return isinstance(p, Pod) and not p.node_name and not p.is_terminal and p.scheduler_name in sched.profiles
+        if type(p) is not Pod:
+            p = _unwrap(p)
+            if not isinstance(p, Pod):
+                return False
+        return not p.node_name and not p.is_terminal and p.scheduler_name in sched.profiles
 
     # Scheduled pods -> cache (registered first, as upstream).
     def add_pod_to_cache(pod: Pod) -> None:

@@ -189,7 +189,7 @@ class Algorithm:
         if st is not None:
             raise SchedulingError(st)
         best = int(totals.max())
-        ties = np.flatnonzero(totals == best)
+        ties = (totals == best).nonzero()[0]
         pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
         host = infos[int(feasible_rows[pick])].name  # type: ignore[union-attr]
         if bc is not None:

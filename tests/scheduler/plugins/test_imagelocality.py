@@ -131,3 +131,33 @@ def test_plugin_has_no_normalize_and_no_events() -> None:
     p = ImageLocality()
     assert getattr(p, "normalize_score", None) is None
     assert not hasattr(p, "events_to_register")
+
+
+def test_scores_zero_follows_the_nodes_images() -> None:
+    """ImageLocality scores 0 everywhere (and says so, to be left out of Score) exactly while no
+    node holds any of the pod's images; a node that gains one changes the answer at the next
+    snapshot."""
+    from ksched.apiserver.inprocess import InProcessClient
+    from ksched.apiserver.store import Store
+    from ksched.clock import VirtualClock
+    from ksched.scheduler.framework.cycle_state import CycleState
+    from ksched.scheduler.scheduler import Scheduler
+
+    store = Store(VirtualClock(), auto_create_namespaces=True)
+    for i in range(3):
+        store.create(make_node(f"n{i}").raw)
+    sched = Scheduler(InProcessClient(store), clock=store.clock)
+    sched.sync()
+    sched.cache.update_snapshot(sched.snapshot)
+    plugin = sched.profiles["default-scheduler"].plugins["ImageLocality"]
+    state = CycleState()
+    big, other = pod_with(["gcr.io/2000"]), pod_with(["gcr.io/250"])
+    assert plugin.scores_zero(state, big) and plugin.scores_zero(state, other)
+    node = make_node("n1", images=NODE_40_300_2000)  # images are node status
+    store.update(node.raw, "status")
+    sched.sync()
+    sched.cache.update_snapshot(sched.snapshot)
+    assert not plugin.scores_zero(state, big)
+    assert plugin.scores_zero(state, other)
+    scores = plugin.score_nodes(state, big, sched.snapshot, sched.snapshot.order)
+    assert scores.tolist() == [0, calculate_priority(2000 * MB // 3, 1), 0]

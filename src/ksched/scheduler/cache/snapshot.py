@@ -59,6 +59,9 @@ class Snapshot:
         # tolerations, node-affinity matches, ...): key -> (function of a NodeInfo, array by row).
         self._row_values: BoundedCache[object, tuple[Callable[[NodeInfo], object], np.ndarray]] = BoundedCache()
         self._pod_counts: PodCountIndex | None = None
+        # Bumped whenever the Node object of some row changes (a node added, removed or updated):
+        # what depends on the nodes alone is current while this stays the same.
+        self.nodes_generation = 0
 
     # ---- lookups -------------------------------------------------------------------
 
@@ -144,6 +147,9 @@ class Snapshot:
 
     def _refresh_row_values(self, rows: list[int]) -> None:
         """Node objects at ``rows`` changed (or rows were added): recompute cached values there."""
+        if not rows:
+            return
+        self.nodes_generation += 1
         if not self._row_values:
             return
         n = len(self.infos)

@@ -397,6 +397,20 @@ class RowLocal(ABC):
         ...
 
 
+class ZeroScore(ABC):
+    """A Score plugin that can tell, after PreScore, that its score (normalized) is 0 on every
+    node this cycle, whatever the nodes (DynamicResources for a pod without claims). The runtime
+    then leaves it out of Score: a weighted 0 adds nothing to any node's total. It still runs
+    where every plugin's scores are shown (``--explain``). Opportunistic batching keeps no scores
+    of it: a pod with an equal signature must score 0 as well (a plugin whose zero depends on
+    more than its signature part must not say so). ``scores_zero`` must be cheap and must not
+    change ``state``."""
+
+    @abstractmethod
+    def scores_zero(self, state: CycleState, pod: Pod) -> bool:
+        ...
+
+
 class VectorizedFilterStatuses(ABC):
     """A Filter plugin that gives its *statuses* for many nodes at once, for the diagnosis of
     a pod that fits nowhere (every node needs its reason then, and there may be thousands).

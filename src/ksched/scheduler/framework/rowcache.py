@@ -49,10 +49,24 @@ class RowResultCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._nominated: BoundedCache[tuple[Any, ...], Status | None] = BoundedCache()
+        # id of a plan's plugin list -> (the list, kept alive so the id stays its own; its names)
+        self._plan_names: dict[int, tuple[list[Any], tuple[Any, ...]]] = {}
 
     def clear(self) -> None:
         self._entries.clear()
         self._nominated.clear()
+
+    def _names(self, plugins: list[Any]) -> tuple[Any, ...]:
+        """The names of a combination's plugins (with their weights, for (plugin, weight) pairs),
+        worked out once per list: the runtime's plans hand the same lists to every cycle."""
+        got = self._plan_names.get(id(plugins))
+        if got is not None and got[0] is plugins:
+            return got[1]
+        names = tuple((p[0].name, p[1]) if isinstance(p, tuple) else p.name for p in plugins)
+        if len(self._plan_names) >= 256:
+            self._plan_names.clear()
+        self._plan_names[id(plugins)] = (plugins, names)
+        return names
 
     def nominated_verdict(self, key: tuple[Any, ...]) -> tuple[bool, Status | None]:
         """(found, status) of a remembered pass with nominated pods."""
@@ -151,7 +165,7 @@ class RowResultCache:
         their per-node Filters once, instead of refreshing one array per plugin and ANDing
         them. Do not modify the result. The per-plugin arrays (``filter_mask``) stay
         available for diagnosing a pod that fits nowhere."""
-        k = (tuple(p.name for p in plugins), "combined", tuple(p.row_local_key(pod) for p in plugins))
+        k = (self._names(plugins), "combined", tuple([p.row_local_key(pod) for p in plugins]))
 
         def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
             ok = ni is not None
@@ -201,8 +215,7 @@ class RowResultCache:
         row-local and without NormalizeScore), for every row; kept up to date as rows change,
         as ``combined_filter_mask``. None if a per-node Score reported an error (the caller
         then scores plugin by plugin and reports it). Do not modify the result."""
-        k = (tuple((p.name, w) for p, w in plugins), "combined-score",
-             tuple(p.row_local_key(pod) for p, _ in plugins))
+        k = (self._names(plugins), "combined-score", tuple([p.row_local_key(pod) for p, _ in plugins]))
 
         def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
             total = 0

@@ -49,6 +49,7 @@ from ksched.scheduler.framework.interface import (
     VectorizedFilter,
     VectorizedFilterStatuses,
     VectorizedScore,
+    ZeroScore,
 )
 from ksched.scheduler.framework.rowcache import RowResultCache
 from ksched.scheduler.framework.signers import SCHEDULER_NAME_SIGNER_NAME
@@ -163,6 +164,7 @@ class Framework:
         # Per set of skipped plugins: the Filter plugins by form, and the Score plan (see
         # filter_plan, score_plan); a cycle's skip set is one of few.
         self._plans: dict[tuple[Any, ...], Any] = {}
+        self._zero_scorers: list[ScorePlugin] | None = None  # the ZeroScore plugins, found on first use
         # The Filter walk's first-window attempts (feasible_nodes.py): [cycles to skip after the
         # latest failure, cycles still skipped].
         self.window_backoff = [0, 0]
@@ -567,7 +569,18 @@ class Framework:
         that normalizes, its form, raw scores and weighted normalized scores (batching)."""
         n = len(nodes)
         rows = nodes.rows
-        combined, rest, forms = self.score_plan(state.skip_score_plugins)
+        skip = state.skip_score_plugins
+        if record is None:
+            # Plugins that score 0 everywhere this cycle add nothing to any total (nor, kept for
+            # opportunistic batching, to the next pod's: its equal signature scores 0 as well).
+            zero = self._zero_scorers
+            if zero is None:
+                zero = self._zero_scorers = [p for p in self.score_plugins if isinstance(p, ZeroScore)]
+            left_out = [p.name for p in zero
+                        if p.name not in skip and p.scores_zero(state, pod)]  # type: ignore[attr-defined]
+            if left_out:
+                skip = skip.union(left_out)
+        combined, rest, forms = self.score_plan(skip)
         total = None
         if record is None and combined:
             # Row-local plugins without NormalizeScore add up the same way on every cycle: one
@@ -583,7 +596,7 @@ class Framework:
             cached = self.row_cache.raw_scores(p, state, pod, snapshot) if form is FastPath.CACHED else None
             if cached is not None:
                 scores = cached[rows]
-            elif form is not FastPath.NODE and isinstance(p, VectorizedScore):
+            elif form is FastPath.VECTOR or (form is FastPath.CACHED and isinstance(p, VectorizedScore)):
                 scores = np.asarray(p.score_nodes(state, pod, snapshot, rows), dtype=np.int64)
             else:
                 vals = []

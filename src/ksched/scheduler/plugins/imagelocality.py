@@ -27,6 +27,7 @@ from ksched.scheduler.framework.interface import (
     SignFragment,
     SignPlugin,
     VectorizedScore,
+    ZeroScore,
 )
 from ksched.scheduler.framework.signers import IMAGE_NAMES_SIGNER_NAME
 from ksched.scheduler.framework.status import Status
@@ -84,11 +85,13 @@ def _pod_images(pod: Pod) -> tuple[str, ...]:
     return imgs  # type: ignore[no-any-return]
 
 
-class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin):
+class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin, ZeroScore):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+        # scores_zero's answers per tuple of images, for one snapshot while its nodes stay the same.
+        self._zero_memo: tuple[Any, int, dict[tuple[str, ...], bool]] = (None, -1, {})
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The score depends on the images of the pod's containers and init containers (as
@@ -118,6 +121,30 @@ class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin):
                     s += scaled_image_score(st, total)
         return calculate_priority(s, len(images)), None
 
+    @staticmethod
+    def _present(snapshot: Snapshot, img: str) -> np.ndarray:
+        """Which rows' nodes hold the image (kept by the snapshot as nodes change)."""
+        return snapshot.row_values(("ImageLocality.present", img), lambda ni: img in ni.image_states)
+
+    def scores_zero(self, state: CycleState, pod: Pod) -> bool:
+        """No node holds any of the pod's images: every sum is 0, which scores 0 (below the
+        minimum threshold). The pod's images are its signature part, and which nodes hold an
+        image changes only with the nodes."""
+        snapshot = getattr(self.handle, "snapshot", None) if self.handle is not None else None
+        if snapshot is None:
+            return False
+        memo = self._zero_memo
+        if memo[0] is not snapshot or memo[1] != snapshot.nodes_generation:
+            memo = self._zero_memo = (snapshot, snapshot.nodes_generation, {})
+        images = _pod_images(pod)
+        zero = memo[2].get(images)
+        if zero is None:
+            zero = not any(self._present(snapshot, img).any() for img in images)
+            if len(memo[2]) >= 1024:
+                memo[2].clear()
+            memo[2][images] = zero
+        return zero
+
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         total = snapshot.num_nodes
         images = _pod_images(pod)
@@ -129,8 +156,7 @@ class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin):
         infos = snapshot.infos
         present_any = False
         for img, k in counts.items():
-            present = snapshot.row_values(("ImageLocality.present", img),
-                                          lambda ni, img=img: img in ni.image_states)
+            present = self._present(snapshot, img)
             if not present.any():
                 continue  # on no node at all: adds nothing anywhere
             present_any = True

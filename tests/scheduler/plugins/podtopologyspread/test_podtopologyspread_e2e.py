@@ -164,3 +164,38 @@ def test_default_spreading_follows_a_service_created_after_the_scheduler_started
                     "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}})
     plugin = c.sched.profiles["default-scheduler"].plugins["PodTopologySpread"]
     assert plugin.get_constraints(make_pod("x", labels={"app": "db"}), "ScheduleAnyway") == ()
+
+
+def test_default_constraints_are_shared_by_a_template_and_follow_the_listers() -> None:
+    # The default selector reads the pod's namespace, labels and controller: replicas of one
+    # template share their default constraints, which are worked out again after any change
+    # the listers see (a Service, a ReplicaSet).
+    c = Cluster({"n0": {ZONE: "z0"}})
+    plugin = c.sched.profiles["default-scheduler"].plugins["PodTopologySpread"]
+    c.store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    c.run()
+    a = plugin.get_constraints(make_pod("a", labels={"app": "web"}, owner_kind="ReplicaSet"), "ScheduleAnyway")
+    b = plugin.get_constraints(make_pod("b", labels={"app": "web"}, owner_kind="ReplicaSet"), "ScheduleAnyway")
+    assert a and b is a
+    assert [x.topology_key for x in a] == ["kubernetes.io/hostname", ZONE]
+    assert all(x.selector.matches(make_pod("x", labels={"app": "web"})) for x in a)
+    # Another namespace, other labels: not that Service's pods.
+    assert plugin.get_constraints(make_pod("c", "other", labels={"app": "web"}), "ScheduleAnyway") == ()
+    assert plugin.get_constraints(make_pod("d", labels={"app": "db"}), "ScheduleAnyway") == ()
+    # A Service for app=db appears: the next db pod is spread by it, and the web pods' selector
+    # is unchanged (worked out again, equal).
+    c.store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "default"},
+                    "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}})
+    c.run()
+    d = plugin.get_constraints(make_pod("e", labels={"app": "db"}), "ScheduleAnyway")
+    assert d and all(x.selector.matches(make_pod("x", labels={"app": "db"})) for x in d)
+    assert not any(x.selector.matches(make_pod("x", labels={"app": "web"})) for x in d)
+    again = plugin.get_constraints(make_pod("f", labels={"app": "web"}, owner_kind="ReplicaSet"), "ScheduleAnyway")
+    assert again is not a and [x.selector.matches(make_pod("x", labels={"app": "web"})) for x in again] == [True, True]
+    # The same labels under another controller: a key of its own (its lister may add a selector).
+    other = plugin.get_constraints(make_pod("g", labels={"app": "web"}, owner_kind="ReplicaSet", owner_name="rs2"),
+                                   "ScheduleAnyway")
+    assert other is not again
+    # DoNotSchedule: the system defaults have none.
+    assert plugin.get_constraints(make_pod("h", labels={"app": "web"}), "DoNotSchedule") == ()

@@ -108,6 +108,7 @@ from ksched.scheduler.framework.interface import (
     SignFragment,
     SignPlugin,
     VectorizedScore,
+    ZeroScore,
 )
 from ksched.scheduler.framework.status import Code, Diagnosis, Status, WaitUntil
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -192,8 +193,14 @@ class _State(StateData):
         return [i for i, c in enumerate(self.claims) if c.allocation is None]
 
 
+# The PreFilter state of a pod with nothing to allocate: no claims, so no extension point
+# writes to it (Filter and Score return at once, Reserve/Unreserve/PreBind have nothing to do).
+_NO_CLAIMS = _State()
+_SKIP = Status.skip()
+
+
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, SignPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
-                       ScoreExtensions, VectorizedScore, ReservePlugin, PreBindPlugin, EnqueueExtensions):
+                       ScoreExtensions, VectorizedScore, ZeroScore, ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
@@ -294,16 +301,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
     # ---------------------------------------------------------------- PreFilter
 
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
+        m = self.manager
+        resolver = m.resolver()
+        has_claims = pod_has_claims(pod)
+        if not has_claims and not self._mapped(pod, resolver):
+            # Nothing to allocate (most pods): the shared empty state, which nothing writes to.
+            state.write(STATE_KEY, _NO_CLAIMS)
+            return None, _SKIP
         s = _State()
         state.write(STATE_KEY, s)
-        m = self.manager
         claims: list[ResourceClaim] = []
-        if pod_has_claims(pod):
+        if has_claims:
             try:
                 claims = self._pod_claims(pod)
             except ClaimNameError as e:
                 return None, Status.unresolvable(str(e), plugin=self.name)
-        resolver = m.resolver()
         if self._mapped(pod, resolver):
             s.resolver = resolver
             s.ext_requests = {k: v for k, v in pod_requests(pod).items() if v and is_dra_extended_resource_name(k)}
@@ -596,6 +608,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         if s is None or not s.claims:
             return 0, None
         return self._node_score(s, node_info.name), None
+
+    def scores_zero(self, state: CycleState, pod: Pod) -> bool:
+        """No claims: 0 on every node (and NormalizeScore keeps all zeros)."""
+        s: _State | None = state.get(STATE_KEY)
+        return s is None or not s.claims
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         s: _State | None = state.get(STATE_KEY)

@@ -260,13 +260,15 @@ def _as(kind: type, old: Any, new: Any) -> None:
 
 
 class _PreFilterState(StateData):
-    __slots__ = ("checks", "delegable", "requests")
+    __slots__ = ("checks", "core_only", "delegable", "requests")
 
     def __init__(self, requests: Mapping[str, int], checks: Checks,
                  delegable: frozenset[str] = frozenset()) -> None:
         self.requests = requests
         self.checks = checks
         self.delegable = delegable
+        # Only cpu, memory, ephemeral-storage checked: no DeviceClass can stand for them.
+        self.core_only = all(n in _CORE for n, _ in checks)
 
 
 _NOTHING: frozenset[str] = frozenset()
@@ -339,7 +341,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         s = self._pre_filter_state(pod)
-        delegable = self._delegable(pod, s.checks)
+        delegable = _NOTHING if s.core_only else self._delegable(pod, s.checks)
         if delegable:
             s = _PreFilterState(s.requests, s.checks, delegable)
         state.write(PRE_FILTER_STATE_KEY, s)
@@ -426,7 +428,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         """Filter and raw Score on a node depend only on the NodeInfo and the pod's requests (and
         which of them DRA may provide)."""
         key = requests_row_key(pod)
-        delegable = self._delegable(pod, self._pre_filter_state(pod).checks)
+        s = self._pre_filter_state(pod)
+        delegable = _NOTHING if s.core_only else self._delegable(pod, s.checks)
         return (key, delegable) if delegable else key
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:

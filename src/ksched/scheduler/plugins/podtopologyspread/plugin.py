@@ -24,7 +24,6 @@ Divergences from upstream, knowingly (the others are listed where they apply):
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,7 +76,8 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict[str, Any], ...] = (
     {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
 )
 
-_INSTANCES = itertools.count()
+# Default constraints kept per (action, namespace, labels, controller), at most this many.
+_MAX_DEFAULTS = 4096
 
 
 class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
@@ -86,8 +86,11 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         # Bumped by any change the listers see: default constraints computed for a pod are kept
-        # on it until then.
+        # until then, per (action, namespace, labels, controller): what the default selector
+        # reads of the pod, so every replica of a template shares them.
         self._listers_generation = 0
+        self._defaults: dict[tuple[Any, ...], tuple[_Constraint, ...]] = {}
+        self._defaults_generation = 0
         self._listers_tracked = False
         self._listers_seen = False
         self._listers_checked_at = -2
@@ -101,7 +104,6 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(a.get("defaultConstraints") or ()))
         self.default_constraints: tuple[dict[str, Any], ...] = tuple(raw_defaults)
         self._rows = _RowCache(self._incremental_counts)
-        self._token = ("podtopologyspread.defaults", next(_INSTANCES))
         self._missing_label = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skew = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
@@ -129,16 +131,24 @@ class PodTopologySpread(_Filtering, _Scoring, EnqueueExtensions, SignPlugin):
             return ()  # without listers the default selector is empty (upstream's DefaultSelector)
         if not self._listers_tracked:
             return _build_default_constraints(self.default_constraints, pod, action, self.default_selector)
-        # The default selector depends on the pod and the listers alone: kept on the Pod until
-        # a lister changes.
-        cache = pod.cached()
-        key = (self._token, action)
-        got = cache.get(key)
-        if got is None or got[0] != self._listers_generation:
-            got = cache[key] = (self._listers_generation,
-                                _build_default_constraints(self.default_constraints, pod, action,
-                                                           self.default_selector))
-        return got[1]  # type: ignore[no-any-return]
+        # The default selector reads the pod's namespace, labels and controller reference, and
+        # the listers: kept per those until a lister changes.
+        if self._defaults_generation != self._listers_generation:
+            self._defaults.clear()
+            self._defaults_generation = self._listers_generation
+        ref = pod.controller_ref()
+        key = (action, pod.namespace, tuple(pod.labels.items()),
+               (ref.api_version, ref.kind, ref.name) if ref is not None else None)
+        try:
+            got = self._defaults.get(key)
+        except TypeError:  # a label value that is not a string (validation reports it elsewhere)
+            return _build_default_constraints(self.default_constraints, pod, action, self.default_selector)
+        if got is None:
+            got = _build_default_constraints(self.default_constraints, pod, action, self.default_selector)
+            if len(self._defaults) >= _MAX_DEFAULTS:
+                self._defaults.clear()
+            self._defaults[key] = got
+        return got
 
     def _take_listers(self) -> None:
         """Upstream's New takes the Service, ReplicationController, ReplicaSet and StatefulSet
