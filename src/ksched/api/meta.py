@@ -9,6 +9,7 @@ are read-only.
 from __future__ import annotations
 
 import copy
+import sys
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
 
@@ -131,6 +132,7 @@ class KubeObject:
     SCALE_SUBRESOURCE: ClassVar[bool] = False
 
     __slots__ = (
+        "_key",
         "annotations",
         "creation_timestamp",
         "deletion_grace_period_seconds",
@@ -151,6 +153,7 @@ class KubeObject:
         md = raw.get("metadata") or {}
         self.name: str = md.get("name") or ""
         self.namespace: str = (md.get("namespace") or "") if self.NAMESPACED else ""
+        self._key = sys.intern(f"{self.namespace}/{self.name}" if self.namespace else self.name)
         self.uid: str = md.get("uid") or ""
         self.resource_version: str = str(md.get("resourceVersion") or "")
         self.labels: dict[str, str] = md.get("labels") or {}
@@ -195,8 +198,17 @@ class KubeObject:
 
     @property
     def key(self) -> str:
-        """``namespace/name`` (or ``name`` for cluster-scoped kinds), as cache.MetaNamespaceKeyFunc."""
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+        """``namespace/name`` (or ``name`` for cluster-scoped kinds), as cache.MetaNamespaceKeyFunc.
+
+        One string for every holder: made when the object is, carried over by
+        :meth:`shallow_copy` (the next versions of a stored object), and interned, so the store,
+        the informers' caches and the scheduler's structures key an object by the same string
+        instead of each making its own (a pod's key was held about eight times)."""
+        try:
+            return self._key
+        except AttributeError:
+            k = self._key = sys.intern(f"{self.namespace}/{self.name}" if self.namespace else self.name)
+            return k
 
     def controller_ref(self) -> OwnerReference | None:
         for r in self.owner_references:
