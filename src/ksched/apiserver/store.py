@@ -187,7 +187,11 @@ class Store:
 
     def __init__(self, clock: Clock | None = None, *, history: int = 100_000, conflict_resolver: bool = True,
                  auto_create_namespaces: bool = False, disable_admission_plugins: Iterable[str] = (),
-                 start_rv: int = 0, name_seed: int = 0) -> None:
+                 start_rv: int = 0, name_seed: int = 0, delivered_history: int | None = None) -> None:
+        """``history``: changes kept per kind for watches from an older resourceVersion;
+        ``delivered_history``: when set, of the changes every open watch has taken, only the
+        last this many are kept (``WatchCache._trim``: a simulation, whose informers never watch
+        from an old version)."""
         self.clock: Clock = clock or RealClock()
         self.conflict_resolver = conflict_resolver
         self.auto_create_namespaces = auto_create_namespaces
@@ -201,7 +205,7 @@ class Store:
         self._objects: dict[str, dict[str, KubeObject]] = {c.KIND_KEY: {} for c in self.scheme.classes()}
         # Each kind's keys in order, with the version they were sorted at (paged lists).
         self._key_order: dict[str, tuple[int, int, list[str]]] = {}
-        self.watch_cache = WatchCache(list(self._objects), self._lock, history, start_rv)
+        self.watch_cache = WatchCache(list(self._objects), self._lock, history, start_rv, delivered_history)
         self.accounting = NodeAccounting()
         # The resolver's checks between pods (anti-affinity, spread, ReadWriteOncePod): off
         # unless several schedulers share this server (enable_pod_conflicts).

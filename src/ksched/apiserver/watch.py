@@ -45,6 +45,9 @@ class Watch:
         self._waiting = False
         self.closed = False
         self.notify: Callable[[], None] | None = None
+        # The version of the last event the consumer took (the version it was opened at before
+        # any): where it would watch from again (WatchCache.delivered_history).
+        self.taken_rv = 0
 
     def matches(self, obj: KubeObject) -> bool:
         if self.namespace is not None and obj.namespace != self.namespace:
@@ -94,7 +97,9 @@ class Watch:
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         """The next event; None on timeout or when the watch is closed and empty."""
         if self._events:
-            return self._events.popleft()
+            ev = self._events.popleft()
+            self.taken_rv = ev.resource_version
+            return ev
         with self._cond:
             # Announce the wait before looking again, so a producer that appends in between
             # either is seen here or sees _waiting and notifies.
@@ -105,7 +110,9 @@ class Watch:
             finally:
                 self._waiting = False
         if self._events:
-            return self._events.popleft()
+            ev = self._events.popleft()
+            self.taken_rv = ev.resource_version
+            return ev
         return None
 
     def drain(self) -> list[WatchEvent]:
@@ -113,6 +120,8 @@ class Watch:
         ev = self._events
         while ev:
             out.append(ev.popleft())
+        if out:
+            self.taken_rv = out[-1].resource_version
         return out
 
     def pending(self) -> int:
@@ -142,12 +151,19 @@ class WatchCache:
     """History and open watches of every kind. Not locked itself: the store calls it under
     its own lock (``lock``, also taken by :meth:`remove` when a consumer stops a watch)."""
 
-    def __init__(self, kinds: Iterable[str], lock: threading.RLock, history: int, start_rv: int) -> None:
+    def __init__(self, kinds: Iterable[str], lock: threading.RLock, history: int, start_rv: int,
+                 delivered_history: int | None = None) -> None:
         self.lock = lock
         self.history_size = history
+        # When set: the history keeps the changes some open watch has not taken yet and, of
+        # those every open watch has taken, only the last ``delivered_history`` (see _trim).
+        self.delivered_history = delivered_history
         self._history: dict[str, deque[WatchEvent]] = {k: deque() for k in kinds}
         self._compacted: dict[str, int] = dict.fromkeys(self._history, start_rv)
         self._watches: dict[str, list[Watch]] = {k: [] for k in self._history}
+        self._since_trim: dict[str, int] = dict.fromkeys(self._history, 0)
+        # Per kind, where the consumers of the watches the server closed will watch from again.
+        self._pins: dict[str, list[int]] = {k: [] for k in self._history}
 
     def add_kind(self, kind: str, rv: int) -> None:
         """Start keeping the history of a kind served from now on (a custom kind): versions
@@ -156,6 +172,8 @@ class WatchCache:
             self._history[kind] = deque()
             self._compacted[kind] = rv
             self._watches[kind] = []
+            self._since_trim[kind] = 0
+            self._pins[kind] = []
 
     def watches(self, kind: str) -> list[Watch]:
         """The open watches of a kind (a copy)."""
@@ -171,6 +189,12 @@ class WatchCache:
             dropped = hist.popleft()
             self._compacted[kind] = dropped.resource_version
         hist.append(ev)
+        if self.delivered_history is not None:
+            n = self._since_trim[kind] + 1
+            if n >= self.delivered_history:
+                n = 0
+                self._trim(kind, rv)
+            self._since_trim[kind] = n
         if etype == DELETED:
             for w in list(self._watches[kind]):
                 w._offer(DELETED, obj, None, rv)
@@ -178,12 +202,40 @@ class WatchCache:
             for w in list(self._watches[kind]):
                 w._offer(etype, old, new, rv)
 
+    def _trim(self, kind: str, rv: int) -> None:
+        """Drop the changes older than where any consumer of ``kind`` would watch from again,
+        but the last ``delivered_history``. That is what the history serves: a watch opened from
+        a version (a consumer that listed, or whose watch closed, and watches again) replays the
+        changes after it. Each open watch's consumer would resume from the last event it took
+        (``Watch.taken_rv``), the consumer of a watch the server closed from where it had taken
+        when it closed (a pin, released when a watch from an older version than now opens); a
+        watch from further back answers 410 Gone, as from any compacted history, and an
+        informer lists again (a consumer that resumes from the version of an object in its
+        synthetic ADDED events, older than their event, may find it gone). Old versions otherwise
+        stay alive here long after everyone saw them (in a simulation nothing watches from an
+        old version: its informers list and watch at once and their watches are never closed)."""
+        floor = rv
+        for w in self._watches[kind]:
+            if w.taken_rv < floor:
+                floor = w.taken_rv
+        for p in self._pins[kind]:
+            if p < floor:
+                floor = p
+        hist = self._history[kind]
+        keep = self.delivered_history or 0
+        dropped = None
+        while len(hist) > keep and hist[0].resource_version <= floor:
+            dropped = hist.popleft()
+        if dropped is not None:
+            self._compacted[kind] = dropped.resource_version
+
     def open(self, kind: str, namespace: str | None, label_selector: LabelSelector | None,
              field_selector: FieldSelector | None, bookmarks: bool, resource_version: str,
              current: Iterable[KubeObject], current_rv: int) -> Watch:
         """A watch from ``resource_version``: "" or "0" start with synthetic ADDED events for
         ``current`` (what exists now); a version older than the kept history raises Gone."""
         w = Watch(self, kind, namespace, label_selector, field_selector, bookmarks)
+        w.taken_rv = current_rv
         if resource_version in ("", "0"):
             for o in current:
                 if w.matches(o):
@@ -209,6 +261,14 @@ class WatchCache:
                     tev = w._translate(ev.type, ev.prev, ev.object, ev.resource_version)
                 if tev is not None:
                     w._events.append(tev)
+            w.taken_rv = rv
+            pins = self._pins[kind]
+            if pins and rv < current_rv:
+                # A consumer watches again: the latest pin at or before its version is released
+                # (whoever's it was, each consumer still waiting has a pin at or before its own).
+                mine = [p for p in pins if p <= rv]
+                if mine:
+                    pins.remove(max(mine))
         self._watches[kind].append(w)
         return w
 
@@ -230,6 +290,9 @@ class WatchCache:
         with self.lock:
             kinds = [kind] if kind else list(self._watches)
             ws = [w for k in kinds for w in self._watches[k]]
+            if self.delivered_history is not None:
+                for w in ws:
+                    self._pins[w.kind].append(w.taken_rv)
         for w in ws:
             w.stop()
 

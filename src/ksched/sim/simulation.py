@@ -28,7 +28,11 @@ from ksched.sim.cluster import EmbeddedCluster
 from ksched.sim.gcpacing import fewer_collections
 from ksched.sim.loading import LOAD_ORDER, LoadReport, load_objects
 
-__all__ = ["LOAD_ORDER", "Simulation", "SimulationResult"]
+__all__ = ["DELIVERED_HISTORY", "LOAD_ORDER", "Simulation", "SimulationResult"]
+
+# Changes of a kind its watches have all taken that the store's watch history still keeps
+# (``Store(delivered_history=...)``).
+DELIVERED_HISTORY = 1000
 
 
 @dataclass(slots=True)
@@ -49,8 +53,11 @@ class Simulation:
                  eviction_configs: list[EvictionConfig] | None = None, lazy_leases: bool = True) -> None:
         self.clock = VirtualClock(start)
         # generateName suffixes (the controllers' pods) come from the seed too.
+        # The watch history keeps what its watches may still resume from (they never do: the
+        # informers list and watch at once), not every version of every pod.
         self.cluster = EmbeddedCluster(self.clock, auto_create_namespaces=True, conflict_resolver=conflict_resolver,
-                                       disable_admission_plugins=disable_admission_plugins, name_seed=seed)
+                                       disable_admission_plugins=disable_admission_plugins, name_seed=seed,
+                                       delivered_history=DELIVERED_HISTORY)
         self.store = self.cluster.store
         self.client = self.cluster.client
         self.informers = InformerFactory(self.client)
