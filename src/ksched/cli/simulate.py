@@ -11,7 +11,7 @@ merged. A kind ksched does not know is skipped with one warning (an error with `
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from typing import Any
 
 from ksched.cli.common import EXIT_INVALID_INPUT
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from ksched.api.loader import LoadResult, Manifest, build_objects, read_manifests
     from ksched.scheduler.config import ConfigError, load_configuration
     from ksched.sim.gcpacing import fewer_collections
-    from ksched.sim.report import build_report, render_table, write_markdown_report
+    from ksched.sim.report import build_report, render_table, write_json, write_markdown_report
     from ksched.sim.simulation import Simulation
 
     err = Console(stderr=True)
@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     for i, e in sim.load(res.objects, existing, owned=True, validated=True):
         m = res.manifests[i]
         errors.append((m.source, m.index, f"{m.where}: {refs[i]}: {e.message}"))
+    # The store has the manifests now: the loader's typed objects are not kept through the run.
+    del manifests, res, refs
     if sim.last_load.orphaned and not errors:
         err.print(f"[yellow]warning[/]: {len(sim.last_load.orphaned)} object(s) refer to owners not in the input "
                   f"(first: {sim.last_load.orphaned[0]}); those references were dropped", highlight=False,
@@ -169,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         for e in sim.timeline.errors:
             err.print(f"[yellow]warning[/]: {e}", highlight=False, soft_wrap=True)
     if args.format == "json":
-        print(json.dumps(report, indent=2, sort_keys=False))
+        write_json(report, sys.stdout)
     else:
         if args.explain and args.explain != "*":
             report_ex = build_report(sim, result, explain=True)

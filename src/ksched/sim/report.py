@@ -17,7 +17,7 @@ from ksched.api.resource import ResourceClaim
 from ksched.api.resources import is_hugepages, pod_requests
 from ksched.sim.simulation import Simulation, SimulationResult
 
-__all__ = ["build_report", "format_resources", "render_table", "write_markdown_report"]
+__all__ = ["build_report", "format_resources", "render_table", "write_json", "write_markdown_report"]
 
 _BYTES = ("memory", "ephemeral-storage", "storage")
 
@@ -136,6 +136,25 @@ def build_report(sim: Simulation, result: SimulationResult, explain: bool = Fals
     if claims:
         out["resourceClaims"] = claims
     return out
+
+
+def write_json(report: dict[str, Any], out: Any) -> int:
+    """Write ``report`` to the text stream ``out`` as ``print(json.dumps(report, indent=2))``
+    would, in pieces: the whole text and the list of its parts (millions of them for 20,000
+    pods) are never in memory at once. Returns the number of characters written."""
+    n = 0
+    buf: list[str] = []
+    for chunk in json.JSONEncoder(indent=2).iterencode(report):
+        buf.append(chunk)
+        if len(buf) >= 16384:
+            text = "".join(buf)
+            out.write(text)
+            n += len(text)
+            buf.clear()
+    buf.append("\n")
+    text = "".join(buf)
+    out.write(text)
+    return n + len(text)
 
 
 def claim_entries(sim: Simulation, explain: bool = False) -> list[dict[str, Any]]:
