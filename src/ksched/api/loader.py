@@ -52,18 +52,32 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]
     other node (numbers, booleans, timestamps, merge keys, explicit tags) goes through the safe
     constructor as before."""
 
-    _resolved: dict[tuple[str, Any], str] = {}
+    # The implicit tag of each plain scalar seen (without path resolvers it depends on the
+    # value only).
+    _resolved: dict[str, str] = {}
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        if not self.yaml_path_resolvers:
+            # No path resolvers (the safe loader has none): descending into and out of a node
+            # does nothing, and the composer need not call Python to be told so (a builtin of the
+            # same arity that ignores its arguments' meaning; the result is not used).
+            self.descend_resolver = {}.get
+            self.ascend_resolver = tuple
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is ScalarNode and implicit[0]:
-            key = (value, implicit)
-            tag = self._resolved.get(key)
+        if self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return _STR  # quoted: a string
+            tag = self._resolved.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)
                 if len(self._resolved) < 100_000:
-                    self._resolved[key] = tag
+                    self._resolved[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)
+        return _MAP if kind is MappingNode else _SEQ
 
     def documents(self) -> Iterator[Any]:
         if len(_STRINGS) > 500_000:
