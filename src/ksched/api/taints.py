@@ -70,8 +70,22 @@ class Toleration:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Toleration:
-        return cls(d.get("key") or "", d.get("operator") or "", str(d.get("value") or ""),
-                   d.get("effect") or "", d.get("tolerationSeconds"))
+        """The toleration of a manifest's entry. Tolerations are never changed once made, so equal
+        ones are one object (every pod carries the same two defaults of DefaultTolerationSeconds)."""
+        args = (d.get("key") or "", d.get("operator") or "", str(d.get("value") or ""), d.get("effect") or "",
+                d.get("tolerationSeconds"))
+        if cls is not Toleration:
+            return cls(*args)
+        key = (*args, *map(type, args))  # 300 and 300.0 are equal keys but not the same value
+        try:
+            t = _SHARED_TOLERATIONS.get(key)
+        except TypeError:  # an unhashable field (a malformed entry)
+            return cls(*args)
+        if t is None:
+            t = cls(*args)
+            if len(_SHARED_TOLERATIONS) < 4096:
+                _SHARED_TOLERATIONS[key] = t
+        return t
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect and self.effect != taint.effect:
@@ -90,6 +104,9 @@ class Toleration:
 
     def __repr__(self) -> str:
         return f"Toleration({self.key!r}, {self.operator!r}, {self.value!r}, {self.effect!r})"
+
+
+_SHARED_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
 
 
 def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:

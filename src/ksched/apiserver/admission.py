@@ -106,6 +106,14 @@ def default_pod(raw: dict[str, Any]) -> None:
                                          "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
+# The two default tolerations, one dict each shared by every pod's manifest (stored manifests
+# are never changed in place; every pod carries both).
+_NOT_READY_TOLERATION = {"key": _NOT_READY, "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+_UNREACHABLE_TOLERATION = {"key": _UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
+                           "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+
+
 def _default_tolerations(spec: dict[str, Any]) -> None:
     """DefaultTolerationSeconds: tolerate not-ready and unreachable NoExecute taints for 300 s."""
     tols = spec.get("tolerations") or []
@@ -124,11 +132,9 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
             have_ur = True
     add = []
     if not have_nr:
-        add.append({"key": _NOT_READY, "operator": "Exists", "effect": "NoExecute",
-                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+        add.append(_NOT_READY_TOLERATION)
     if not have_ur:
-        add.append({"key": _UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
-                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+        add.append(_UNREACHABLE_TOLERATION)
     if add:
         spec["tolerations"] = [*tols, *add]
 
