@@ -38,6 +38,9 @@ def test_tiny_run_schedules_every_pod(tmp_path: Path) -> None:
     assert out["scheduled"] == 60 and out["pending"] == 0
     assert out["total_seconds"] >= out["load_seconds"] > 0
     assert out["schedule_seconds"] > 0 and out["peak_rss_mib"] > 0
+    phases = out["read_cpu_seconds"] + out["build_cpu_seconds"] + out["create_cpu_seconds"]
+    assert abs(phases - out["load_cpu_seconds"]) < 0.01 and min(
+        out["read_cpu_seconds"], out["build_cpu_seconds"], out["create_cpu_seconds"]) >= 0
     assert out["report_bytes"] > 0
 
 

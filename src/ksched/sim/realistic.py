@@ -161,8 +161,10 @@ def run_simulate_realistic(size: str = "full", seed: int = 0, nodes: int | None 
         with fewer_collections():
             manifests = read_manifests([str(where)], res)
             t_read = time.perf_counter()
+            c_read = time.process_time()
             build_objects(manifests, res, unknown_kinds="skip")
         t_build = time.perf_counter()
+        c_build = time.process_time()
         errors = [str(e) for e in res.errors]
         sim = Simulation(None, seed=seed)
         existing = [i for i, m in enumerate(res.manifests) if m.existing]
@@ -201,6 +203,9 @@ def run_simulate_realistic(size: str = "full", seed: int = 0, nodes: int | None 
         "pods_per_second": round(n_pods / total, 1) if total > 0 else None,
         # CPU seconds of this process (user + system): on a shared machine, steadier than wall time.
         "load_cpu_seconds": round(c_load - c0, 3),
+        "read_cpu_seconds": round(c_read - c0, 3),
+        "build_cpu_seconds": round(c_build - c_read, 3),
+        "create_cpu_seconds": round(c_load - c_build, 3),
         "schedule_cpu_seconds": round(c_sched - c_load, 3),
         "total_cpu_seconds": round(c_end - c0, 3),
         "report_bytes": report_chars,
