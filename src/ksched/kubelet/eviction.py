@@ -31,7 +31,8 @@ Each pass (every 10 s on the kubelet's grid while there is anything to watch; se
 Ranking (first = evicted first): memory -- usage above the pod's memory request, then lower
 priority, then larger usage minus request; disk -- the same with ephemeral-storage (inodes:
 request 0); pids -- lower priority, then more processes. Python's sort is stable: pods equal
-on every key keep the order they were admitted in (upstream's sort is not stable).
+on every key keep the order they are given in, which ``ksched.kubelet.pressure`` makes their
+namespace/name order (upstream's sort is not stable, and its pods come from a map).
 
 A node with MemoryPressure admits only pods that are not BestEffort, or BestEffort pods that
 tolerate ``node.kubernetes.io/memory-pressure:NoSchedule``; any other pressure refuses every

@@ -49,6 +49,7 @@ from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, Infor
 from ksched.client.record import EventRecorder
 from ksched.kubelet import runtime as rt
 from ksched.kubelet.admission import build_admit_handlers
+from ksched.kubelet.admitted import AdmittedPods
 from ksched.kubelet.cm.node_managers import NodeManagers
 from ksched.kubelet.evictionapi import EvictionConfig
 from ksched.kubelet.lifecycle import (
@@ -60,7 +61,7 @@ from ksched.kubelet.lifecycle import (
 )
 from ksched.kubelet.nodestatus import NodeHeartbeats
 from ksched.kubelet.pressure import NodePressure
-from ksched.kubelet.usage import USAGE_ANNOTATION, UsageError, first_oom
+from ksched.kubelet.usage import USAGE_ANNOTATION, UsageError, first_oom, has_usage
 
 __all__ = ["FakeKubelet"]
 
@@ -91,7 +92,7 @@ class FakeKubelet:
     def __init__(self, client: Any, informers: InformerFactory, clock: Any, startup_delay: float = 0.0,
                  admit_handler_factories: list[AdmitHandlerFactory] | None = None,
                  record_events: bool = True, eviction_configs: list[EvictionConfig] | None = None,
-                 lazy_leases: bool = False) -> None:
+                 lazy_leases: bool = False, admitted_index: bool = True) -> None:
         self.client = client
         self.clock = clock
         self.startup_delay = startup_delay
@@ -106,6 +107,9 @@ class FakeKubelet:
         self._timers: list[tuple[float, int, str, str, str, int]] = []  # (due, seq, action, key, uid, epoch)
         self._seq = itertools.count()
         self._runs: dict[str, _Run] = {}
+        # The pods each node runs, kept as they change (``ksched.kubelet.admitted``); None: looked
+        # up in the informer's index at every use (the reference).
+        self._admitted = AdmittedPods(self._is_admitted) if admitted_index else None
         self.informer = informers.informer("Pod")
         self.informer.indexer.add_indexer(_NODE_INDEX, lambda p: [p.node_name] if p.node_name else [])
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
@@ -133,6 +137,8 @@ class FakeKubelet:
     # ---------------------------------------------------------------- informer handlers
 
     def _on_add(self, pod: Pod) -> None:
+        if self._admitted is not None:
+            self._admitted.put(pod)
         if not pod.node_name or pod.is_terminal:
             return
         if pod.deletion_timestamp is not None:
@@ -143,6 +149,8 @@ class FakeKubelet:
             self._adopt_running(pod)
 
     def _on_update(self, old: Pod, new: Pod) -> None:
+        if self._admitted is not None:
+            self._admitted.put(new)
         if new.is_terminal:
             self.node_managers.remove_pod(new)
         if not new.node_name or new.is_terminal:
@@ -158,6 +166,8 @@ class FakeKubelet:
 
     def _on_delete(self, obj: Any) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if self._admitted is not None:
+            self._admitted.discard(obj.key)
         self.node_managers.remove_pod(pod)
         self._runs.pop(pod.uid, None)
         self.backoff.forget(pod.uid)
@@ -170,7 +180,8 @@ class FakeKubelet:
         start now."""
         self.heartbeats.saw_node(node.name)
         self.node_managers.on_node(node)
-        for pod in self.informer.indexer.by_index(_NODE_INDEX, node.name):
+        # In name order (the index has none), so the same pods start first in every run.
+        for pod in sorted(self.informer.indexer.by_index(_NODE_INDEX, node.name), key=_key):
             if isinstance(pod, Pod) and pod.phase == "Pending" and pod.deletion_timestamp is None:
                 self._at(self.clock.now() + self.startup_delay, START, pod, self._run(pod))
         self.pressure.kick(node.name)
@@ -207,7 +218,7 @@ class FakeKubelet:
             run = self._runs.get(uid)
             if isinstance(pod, Pod) and run is not None and pod.uid == uid:
                 heapq.heappush(self._timers, (now, next(self._seq), action, key, uid, run.epoch))
-        for p in self.admitted_pods(name):
+        for p in sorted(self.admitted_pods(name), key=_key):
             if p.phase == "Running" and p.deletion_timestamp is None and (p.condition("Ready") or {}).get(
                     "status") != "True":
                 run = self._runs.get(p.uid)
@@ -303,8 +314,21 @@ class FakeKubelet:
             chain = self._admit_handlers[node_name] = build_admit_handlers(handle, self.admit_handler_factories)
         return chain
 
+    def _is_admitted(self, pod: Pod) -> bool:
+        """Whether the node runs ``pod`` (this version of it): bound, not terminated, and admitted
+        by the node's handlers or found past Pending."""
+        if not isinstance(pod, Pod) or not pod.node_name or pod.is_terminal:
+            return False
+        if pod.phase != "Pending":
+            return True
+        run = self._runs.get(pod.uid)
+        return run is not None and run.admitted
+
     def admitted_pods(self, node_name: str, but: str = "") -> list[Pod]:
         """The pods the node runs: admitted (or found running) and not terminated."""
+        if self._admitted is not None:
+            pods = self._admitted.pods(node_name)
+            return [p for p in pods if p.uid != but] if but else pods
         out = []
         for p in self.informer.indexer.by_index(_NODE_INDEX, node_name):
             if not isinstance(p, Pod) or p.uid == but or p.is_terminal:
@@ -313,6 +337,18 @@ class FakeKubelet:
             if p.phase != "Pending" or (run is not None and run.admitted):
                 out.append(p)
         return out
+
+    def any_usage(self, node_name: str) -> bool:
+        """Whether a pod the node runs declares usage (``ksched.io/usage-*``)."""
+        if self._admitted is not None:
+            return self._admitted.any_usage(node_name)
+        return any(has_usage(p) for p in self.admitted_pods(node_name))
+
+    def _others_requested(self, pod: Pod) -> dict[str, int] | None:
+        """The sum of the requests of the pods ``pod``'s node runs beside it, when kept."""
+        if self._admitted is None or pod.key in self._admitted:
+            return None
+        return self._admitted.requested(pod.node_name)
 
     def container_manager_admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         """The node's CPU, topology and device managers (``ksched.kubelet.cm``); what they give an
@@ -333,6 +369,8 @@ class FakeKubelet:
         at the pod's startTime."""
         run = self._run(pod)
         run.admitted = True
+        if self._admitted is not None:
+            self._admitted.put(pod)
         if run.started is not None:
             return
         run.started = pod.start_time if pod.start_time is not None else self.clock.now()
@@ -406,7 +444,8 @@ class FakeKubelet:
             return False  # no kubelet there: it starts if the node appears
         if not run.admitted:
             result = self.admit_handlers(pod.node_name).admit(
-                PodAdmitAttributes(pod, tuple(self.admitted_pods(pod.node_name, but=pod.uid))))
+                PodAdmitAttributes(pod, tuple(self.admitted_pods(pod.node_name, but=pod.uid)),
+                                   self._others_requested(pod)))
             annotations = self._cm_annotations.pop(pod.uid, None)
             if not result.admit:
                 self.node_managers.remove_pod(pod)  # a later handler refused: what it was given is free
@@ -414,6 +453,8 @@ class FakeKubelet:
                 self._reject(pod, result.reason, result.message)
                 return True
             run.admitted = True
+            if self._admitted is not None:
+                self._admitted.put(pod)
             if annotations:
                 self.client.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": annotations}},
                                   "application/merge-patch+json")
@@ -523,3 +564,7 @@ class FakeKubelet:
 
 def _usage_annotations(obj: Any) -> dict[str, str]:
     return {k: v for k, v in obj.annotations.items() if k.startswith(USAGE_ANNOTATION)}
+
+
+def _key(obj: Any) -> str:
+    return obj.key  # type: ignore[no-any-return]

@@ -18,7 +18,7 @@ event recorder; here the caller writes the pod's status and events from the resu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,10 +31,14 @@ __all__ = ["AdmitHandlerFactory", "NodeHandle", "PodAdmitAttributes", "PodAdmitH
 
 @dataclass(frozen=True, slots=True)
 class PodAdmitAttributes:
-    """The pod asking to run, and the pods the node already runs (admitted, not terminated)."""
+    """The pod asking to run, and the pods the node already runs (admitted, not terminated);
+    ``other_requests``, when the caller keeps it, is the sum of ``other_pods``' requests
+    (``pod_requests``; resources summing to 0 may be absent), which the fit check then reads
+    instead of adding them up."""
 
     pod: Pod
     other_pods: tuple[Pod, ...] = ()
+    other_requests: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

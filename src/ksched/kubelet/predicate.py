@@ -19,7 +19,7 @@ is the API's); SupplementalGroupsPolicy and plugin-resource checks do not apply.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from ksched.api.accounting import host_port_conflict
 from ksched.api.node import Node
@@ -65,8 +65,10 @@ def _insufficient(resource: str, requested: int, used: int, capacity: int) -> Po
                           f"capacity: {capacity}")
 
 
-def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
-    """noderesources.Fits against the admitted pods: the first insufficient resource."""
+def _fits(pod: Pod, node: Node, others: Iterable[Pod], others_requested: Mapping[str, int] | None = None
+          ) -> PodAdmitResult:
+    """noderesources.Fits against the admitted pods: the first insufficient resource.
+    ``others_requested``: the sum of the others' requests, when the caller keeps it."""
     alloc = node.allocatable
     others = list(others)
     max_pods = alloc.get("pods", 0)
@@ -77,10 +79,14 @@ def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
                if v > 0 and k != "pods" and not (is_dra_extended_resource_name(k) and alloc.get(k, 0) <= 0)}
     if not request:
         return ADMITTED
-    used: dict[str, int] = {}
-    for o in others:
-        for k, v in pod_requests(o).items():
-            used[k] = used.get(k, 0) + v
+    if others_requested is not None:
+        used: Mapping[str, int] = others_requested
+    else:
+        summed: dict[str, int] = {}
+        for o in others:
+            for k, v in pod_requests(o).items():
+                summed[k] = summed.get(k, 0) + v
+        used = summed
     names = [r for r in _NATIVE_ORDER if r in request] + sorted(r for r in request if r not in _NATIVE_ORDER)
     for r in names:
         have = alloc.get(r, 0)
@@ -90,6 +96,8 @@ def _fits(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
 
 
 def _ports_conflict(pod: Pod, others: Iterable[Pod]) -> bool:
+    if not pod.host_ports():
+        return False  # nothing to conflict with
     used: dict[tuple[str, int], set[str]] = {}
     for o in others:
         for p in o.host_ports():
@@ -100,9 +108,11 @@ def _ports_conflict(pod: Pod, others: Iterable[Pod]) -> bool:
     return False
 
 
-def general_predicates(pod: Pod, node: Node, others: list[Pod]) -> PodAdmitResult:
-    """The scheduler's ``AdmissionCheck`` as the kubelet runs it: the first failure."""
-    fit = _fits(pod, node, others)
+def general_predicates(pod: Pod, node: Node, others: list[Pod],
+                       others_requested: Mapping[str, int] | None = None) -> PodAdmitResult:
+    """The scheduler's ``AdmissionCheck`` as the kubelet runs it: the first failure.
+    ``others_requested``: the sum of the others' requests, when the caller keeps it."""
+    fit = _fits(pod, node, others, others_requested)
     if not fit.admit:
         return fit
     failure: tuple[str, str] | None = None
@@ -138,4 +148,4 @@ class PredicateAdmitHandler:
         os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
         if os_name and os_name != _node_os(node):
             return PodAdmitResult(False, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
-        return general_predicates(pod, node, list(attrs.other_pods))
+        return general_predicates(pod, node, list(attrs.other_pods), attrs.other_requests)

@@ -99,7 +99,7 @@ class NodePressure:
             return True
         if any(k.startswith(USAGE_ANNOTATION) for k in node.annotations):
             return True
-        return any(has_usage(p) for p in self.kubelet.admitted_pods(node_name))
+        return bool(self.kubelet.any_usage(node_name))
 
     def kick(self, node_name: str) -> None:
         """Something changed on the node: a pass at the next tick, if there is anything to watch."""
@@ -142,7 +142,9 @@ class NodePressure:
             del self._busy[node_name]
         self.passes += 1
         m = self.manager(node_name)
-        pods = kubelet.admitted_pods(node_name)
+        # In name order: the ranking's ties fall the same way whatever order the node's pods are
+        # kept in (the informer's index has none).
+        pods = sorted(kubelet.admitted_pods(node_name), key=_pod_key)
         stats = []
         for p in pods:
             try:
@@ -251,3 +253,7 @@ class NodePressure:
             log.debug("kubelet: node %s conditions: %s", node.name, e)
             return False
         return True
+
+
+def _pod_key(pod: Pod) -> str:
+    return pod.key

@@ -55,8 +55,9 @@ def run_node_side(n_nodes: int, n_pods: int, seed: int = 0, seconds: float = DAY
 def node_side_day(n_nodes: int, n_pods: int, seed: int = 0, seconds: float = DAY,
                   reference: bool = False) -> tuple[Simulation, dict[str, Any]]:
     """The benchmark's run and the simulation it ran; ``reference``: the node side's reference
-    paths instead of its fast paths (``lazy_leases=False``), for tests that hold them equal."""
-    sim = Simulation(seed=seed, record_events=False, lazy_leases=not reference)
+    paths instead of its fast paths (``lazy_leases=False``, ``admitted_index=False``), for tests that
+    hold them equal."""
+    sim = Simulation(seed=seed, record_events=False, lazy_leases=not reference, admitted_index=not reference)
     w0, c0 = time.perf_counter(), time.process_time()
     sim.load([_node(i) for i in range(n_nodes)])
     sim.load([_pod(i) for i in range(n_pods)])

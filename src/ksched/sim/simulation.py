@@ -7,7 +7,8 @@ and the simulation writes them where the eager path would have had them read: wh
 reaches a pass of the node lifecycle controller (right where the eager renewals are written),
 before a timeline action and at the end of a run; the controller's pass also asks for them
 itself (a ``progress`` callback, which looks at pods, may find older Leases). ``lazy_leases=False``
-is the reference path (a write per renewal)."""
+is the reference path (a write per renewal). ``admitted_index=False``: the kubelets look up each
+node's pods in their informer at every use rather than keeping them (``ksched.kubelet.admitted``)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class Simulation:
                  kubelet: bool = True, start: float = DEFAULT_EPOCH, record_events: bool = True,
                  vectorize: bool = True, conflict_resolver: bool = True, batching: bool = True,
                  disable_admission_plugins: Iterable[str] = (),
-                 eviction_configs: list[EvictionConfig] | None = None, lazy_leases: bool = True) -> None:
+                 eviction_configs: list[EvictionConfig] | None = None, lazy_leases: bool = True,
+                 admitted_index: bool = True) -> None:
         self.clock = VirtualClock(start)
         # generateName suffixes (the controllers' pods) come from the seed too.
         # The watch history keeps what its watches may still resume from (they never do: the
@@ -65,7 +67,7 @@ class Simulation:
                                    explain=explain, record_events=record_events, vectorize=vectorize,
                                    record_attempts=True, batching=batching)
         self.kubelet = FakeKubelet(self.client, self.informers, self.clock, eviction_configs=eviction_configs,
-                                   lazy_leases=lazy_leases) if kubelet else None
+                                   lazy_leases=lazy_leases, admitted_index=admitted_index) if kubelet else None
         self._node_lifecycle: Any = next((c for c in self.cluster.controllers.controllers
                                           if c.name == "node-lifecycle-controller"), None)
         if self.kubelet is not None and lazy_leases and self._node_lifecycle is not None:

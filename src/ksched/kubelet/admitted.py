@@ -1,0 +1,118 @@
+"""The pods each simulated node runs, kept as they change: what the kubelet's pod manager and
+its ``filterOutInactivePods`` give upstream (``pkg/kubelet/kubelet.go`` HandlePodAdditions,
+``GetActivePods``), without going over the node's pods again at every admission.
+
+A pod is *admitted* on its node when it is bound there, not terminal, and either past Pending
+or let in by the node's admit handlers. The kubelet puts every pod version its informer
+delivers (and a pod whose admission it has just granted) and drops deleted ones; besides the
+pods (in the order they became admitted), each node keeps the sum of their requests
+(``ksched.api.resources.pod_requests``) and how many declare usage (``ksched.io/usage-*``),
+which the fit check at admission and the eviction manager's pass scheduler read.
+
+``FakeKubelet(admitted_index=False)`` is the reference: the node's pods are looked up in the
+informer's index and filtered at every use (tests/kubelet/test_admitted.py holds the two
+equal; ``tests/sim/test_node_fast_paths_agree.py`` whole simulations).
+
+Divergences: none in what is admitted; the order of a node's pods is the order they became
+admitted (the reference's is the informer index's, which is arbitrary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ksched.api.pod import Pod
+from ksched.api.resources import pod_requests
+from ksched.kubelet.usage import has_usage
+
+__all__ = ["AdmittedPods"]
+
+
+class _NodePods:
+    __slots__ = ("pods", "requested", "with_usage")
+
+    def __init__(self) -> None:
+        self.pods: dict[str, Pod] = {}  # pod key -> the pod as last delivered
+        self.requested: dict[str, int] = {}
+        self.with_usage = 0
+
+
+class AdmittedPods:
+    """Node name -> its admitted pods; ``is_admitted(pod)`` says whether a pod version counts
+    (the kubelet's rule, which reads what it remembers of the pod's run)."""
+
+    def __init__(self, is_admitted: Callable[[Pod], bool]) -> None:
+        self._is_admitted = is_admitted
+        self._nodes: dict[str, _NodePods] = {}
+        self._node_of: dict[str, str] = {}  # pod key -> its node here
+
+    def put(self, pod: Pod) -> None:
+        """The current version of ``pod`` (from the informer, or just admitted)."""
+        key = pod.key
+        node = self._node_of.get(key)
+        if not self._is_admitted(pod):
+            if node is not None:
+                self.discard(key)
+            return
+        if node is not None and node != pod.node_name:
+            self.discard(key)
+            node = None
+        entry = self._nodes.get(pod.node_name)
+        if entry is None:
+            entry = self._nodes[pod.node_name] = _NodePods()
+        old = entry.pods.get(key)
+        entry.pods[key] = pod  # an update keeps the pod's place
+        if old is not None and _same_charge(old, pod):
+            return  # a status write: the same requests and annotations
+        if old is not None:
+            _charge(entry, old, -1)
+        self._node_of[key] = pod.node_name
+        _charge(entry, pod, 1)
+
+    def discard(self, key: str) -> None:
+        """The pod ``key`` is gone (deleted, or no longer admitted)."""
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return
+        entry = self._nodes[node]
+        old = entry.pods.pop(key)
+        _charge(entry, old, -1)
+        if not entry.pods:
+            del self._nodes[node]
+
+    def pods(self, node_name: str) -> list[Pod]:
+        entry = self._nodes.get(node_name)
+        return list(entry.pods.values()) if entry is not None else []
+
+    def requested(self, node_name: str) -> dict[str, int]:
+        """The sum of the node's admitted pods' requests (resources summing to 0 may be absent)."""
+        entry = self._nodes.get(node_name)
+        return entry.requested if entry is not None else {}
+
+    def any_usage(self, node_name: str) -> bool:
+        """Whether any admitted pod of the node declares usage."""
+        entry = self._nodes.get(node_name)
+        return entry is not None and entry.with_usage > 0
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._node_of
+
+
+def _same_charge(old: Pod, new: Pod) -> bool:
+    """The very parsed parts requests and usage are read from (a status write shares them:
+    ``Pod.with_status``)."""
+    return (old.containers is new.containers and old.init_containers is new.init_containers
+            and old.overhead is new.overhead and old.pod_level_requests is new.pod_level_requests
+            and old.annotations is new.annotations)
+
+
+def _charge(entry: _NodePods, pod: Pod, sign: int) -> None:
+    req = entry.requested
+    for k, v in pod_requests(pod).items():
+        n = req.get(k, 0) + sign * v
+        if n:
+            req[k] = n
+        else:
+            req.pop(k, None)
+    if has_usage(pod):
+        entry.with_usage += sign
