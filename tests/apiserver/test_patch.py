@@ -222,3 +222,21 @@ def test_merge_patch_properties(target: dict[str, Any], patch: dict[str, Any]) -
             assert out[k] == target[k]
     assert merge_patch(target, {}) == target
     assert merge_patch({}, patch) == _strip_nulls(patch)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text("abcd", min_size=1, max_size=2), _json, max_size=4),
+       st.dictionaries(st.text("abcd", min_size=1, max_size=2), _json, max_size=4))
+def test_an_owned_merge_patch_gives_the_same_document_without_copying_its_values(
+        target: dict[str, Any], patch: dict[str, Any]) -> None:
+    before = copy.deepcopy(target)
+    copied = merge_patch(target, patch)
+    owned = merge_patch(target, copy.deepcopy(patch), owned=True)
+    assert owned == copied
+    assert target == before  # the target is never changed
+    given_patch = {k: v for k, v in patch.items() if v is not None and not isinstance(v, dict)}
+    out = merge_patch(target, given_patch, owned=True)
+    for k, v in given_patch.items():
+        if isinstance(v, list):
+            assert out[k] is v  # taken over, not copied
+            assert merge_patch(target, given_patch)[k] is not v

@@ -603,3 +603,18 @@ def test_pod_merge_patches_copy_on_write(store: Store) -> None:
     lbl = store.patch("Pod", "default", "a", {"metadata": {"labels": {"app": "web"}}})
     assert lbl.labels == {"app": "web"} and new.labels == {}
     assert lbl.raw["spec"] is new.raw["spec"]
+
+
+def test_an_owned_pod_status_patch_is_taken_over(store: Store) -> None:
+    """``owned=True`` (the simulated kubelet's status writes): the patch's values become the new
+    version's as they are; the stored pod is the same as with a copied patch."""
+    store.create(mkpod("a"))
+    store.create(mkpod("b"))
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    copied = store.patch("Pod", "default", "a", {"status": status}, subresource="status")
+    conditions = [{"type": "Ready", "status": "True"}]
+    owned = store.patch("Pod", "default", "b", {"status": {"phase": "Running", "conditions": conditions}},
+                        subresource="status", owned=True)
+    assert owned.raw["status"]["conditions"] is conditions
+    assert owned.raw["status"] == copied.raw["status"]
+    assert owned.phase == copied.phase == "Running"

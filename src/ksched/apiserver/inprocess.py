@@ -49,8 +49,10 @@ class InProcessClient:
         return self.store.update(obj, "status")
 
     def patch(self, kind: str, namespace: str, name: str, patch: Any,
-              content_type: str = "application/merge-patch+json", subresource: str = "") -> KubeObject:
-        return self.store.patch(kind, namespace, name, patch, content_type, subresource)
+              content_type: str = "application/merge-patch+json", subresource: str = "",
+              owned: bool = False) -> KubeObject:
+        """``owned``: the caller built the patch for this call alone (``Store.patch``)."""
+        return self.store.patch(kind, namespace, name, patch, content_type, subresource, owned=owned)
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
                uid: str | None = None, propagation_policy: str | None = None,

@@ -21,16 +21,18 @@ class PatchError(ValueError):
     """A patch that cannot be applied (the API server answers 422 or 400)."""
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
+def merge_patch(target: Any, patch: Any, owned: bool = False) -> Any:
+    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces.
+    ``owned``: the caller hands the patch over (it built it for this call and will not touch
+    it again): its values are taken as they are rather than copied."""
     if not isinstance(patch, dict):
-        return deep_copy(patch)
+        return patch if owned else deep_copy(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, owned)
     return out
 
 

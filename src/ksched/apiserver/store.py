@@ -822,9 +822,12 @@ class Store:
 
     def patch(self, kind: str | type[KubeObject], namespace: str, name: str, patch: Any,
               content_type: str = "application/merge-patch+json", subresource: str = "", *,
-              check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> KubeObject:
+              check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+              owned: bool = False) -> KubeObject:
         """Patch an object. ``check(old, patched)`` sees the patched manifest before anything
-        is written: it may refuse (raise) or change it (the HTTP front's field validation)."""
+        is written: it may refuse (raise) or change it (the HTTP front's field validation).
+        ``owned``: the caller hands a merge patch of a pod over (built for this call, not touched
+        again, its values never mutated): they become the new version's without a copy."""
         cls = self._resolve_kind(kind)
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
@@ -835,7 +838,7 @@ class Store:
                     # Copy on write: a merge patch builds new dicts along the paths it changes and
                     # shares the rest with the stored pod, which nothing on a pod's update path
                     # mutates; only the metadata, changed below, gets its own copy.
-                    new_raw = merge_patch(old.raw, patch)
+                    new_raw = merge_patch(old.raw, patch, owned)
                     if isinstance(new_raw.get("metadata"), dict):
                         new_raw["metadata"] = dict(new_raw["metadata"])
                 else:

@@ -99,6 +99,9 @@ class FakeKubelet:
         self.admit_handler_factories = admit_handler_factories
         self._admit_handlers: dict[str, PodAdmitHandlers] = {}
         self.recorder = EventRecorder(client, clock, component="kubelet", enabled=record_events)
+        # The in-process client takes the status patches over (no copy): they are built anew for
+        # each write, from parts nothing mutates.
+        self._owned = {"owned": True} if hasattr(client, "store") else {}
         self.heartbeats = NodeHeartbeats(client, clock, lazy=lazy_leases)
         self.pressure = NodePressure(self, eviction_configs)
         self._deferred: dict[str, list[tuple[str, str, str]]] = {}  # down node -> (action, key, uid)
@@ -435,7 +438,7 @@ class FakeKubelet:
 
     def _patch_status(self, pod: Pod, status: dict[str, Any]) -> None:
         self.client.patch("Pod", pod.namespace, pod.name, {"status": status}, "application/merge-patch+json",
-                          "status")
+                          "status", **self._owned)
 
     def _start(self, pod: Pod, run: _Run, now: float) -> bool:
         if not pod.node_name or pod.phase != "Pending" or pod.deletion_timestamp is not None:
