@@ -57,10 +57,11 @@ from ksched.api.errors import (
     NotFound,
     TooManyRequests,
 )
+from ksched.api.event import Event
 from ksched.api.jsoncopy import deep_copy
 from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
-from ksched.api.meta import KubeObject, format_time
+from ksched.api.meta import KubeObject, format_time, parse_time
 from ksched.api.namespace import Namespace
 from ksched.api.node import Node
 from ksched.api.pdb import PodDisruptionBudget, set_disruption_allowed_condition
@@ -222,6 +223,11 @@ class Store:
         # Called after each write method returns its change (outside the lock): the simulation
         # runs its controllers there, so they react before the writer continues.
         self.after_write: list[Callable[[], None]] = []
+        # Events handed over as built and valid (the event recorder's) are stored without the
+        # generic create steps, none of which changes them (:meth:`_create_event`); False: the
+        # generic path (the reference).
+        self.direct_events = True
+        self._event_time: tuple[str, float | None] = ("", None)
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
                 self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -468,6 +474,13 @@ class Store:
         its errors name the file and document; the event recorder builds valid Events); a pod is
         then validated again only where admission may have made it invalid (LimitRanger,
         RuntimeClass, a generated name), an Event not at all."""
+        if owned and validated and namespace is None and not existing and self.direct_events \
+                and isinstance(obj, dict) and obj.get("kind") == "Event":
+            with self._lock:
+                event = self._create_event(obj)
+            if event is not None:
+                self._written()
+                return event
         raw = obj if owned and isinstance(obj, dict) else deep_copy(obj.raw if isinstance(obj, KubeObject) else obj)
         if not isinstance(raw, dict):
             raise BadRequest("the object must be a JSON object")
@@ -482,6 +495,41 @@ class Store:
             obj = self._create_unlocked(raw, existing, validated and namespace is None)
         self._written()
         return obj
+
+    def _create_event(self, raw: dict[str, Any]) -> Event | None:
+        """A valid core/v1 Event handed over with its name, into an existing namespace that is not
+        terminating and no ResourceQuota anywhere: what the generic create does to it (the
+        version, the namespace default, a uid, the creation time, a resourceVersion), without
+        the steps that change nothing for an Event (kind resolution, create strategies,
+        admission plugins, quota). Anything else (None) takes the generic path, untouched."""
+        md = raw.get("metadata")
+        if raw.get("apiVersion") != "v1" or not isinstance(md, dict):
+            return None  # (v1 Event: the generic path's kind whatever custom kinds exist)
+        name = md.get("name")
+        if not name or not isinstance(name, str) or self._bucket(ResourceQuota):
+            return None
+        ns = md.get("namespace") or "default"
+        nso = self._bucket(Namespace).get(ns)
+        key = f"{ns}/{name}"
+        if nso is None or nso.deletion_timestamp is not None or key in self._bucket(Event):
+            return None
+        md["namespace"] = ns
+        for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(f, None)
+        md["uid"] = self._new_uid()
+        obj = _parse(Event, raw)
+        # The creation time after parsing: events come in bursts of one instant, whose time is
+        # parsed back once (as KubeObject reads it).
+        ts = format_time(self.now())
+        md["creationTimestamp"] = ts
+        if self._event_time[0] != ts:
+            self._event_time = (ts, parse_time(ts))
+        obj.creation_timestamp = self._event_time[1]
+        rv = self._next_rv()
+        md["resourceVersion"] = str(rv)
+        obj.resource_version = str(rv)
+        self._commit(Event, ADDED, None, obj, rv)
+        return obj  # type: ignore[return-value]
 
     def _kind_of(self, raw: dict[str, Any]) -> type[KubeObject]:
         kind = raw.get("kind")
