@@ -551,3 +551,15 @@ def test_an_index_built_by_a_reader_while_another_thread_adds_misses_nothing() -
     for index, fn in (("node", lambda o: o.node_name), ("namespace", lambda o: o.namespace)):
         for value in {fn(o) for o in held}:
             assert sorted(o.key for o in ix.by_index(index, value)) == sorted(o.key for o in held if fn(o) == value)
+
+
+def test_a_reflector_notifies_once_it_has_listed(store: Store) -> None:
+    """The scheduler waits for every informer to have listed; the reflector wakes it when it
+    has (not only when objects or pages arrive), so no poll interval is waited out."""
+    store.create(mkpod("a"))
+    inf = SharedInformer(InProcessClient(store), "Pod")
+    seen: list[bool] = []
+    inf.reflector.notify = lambda: seen.append(inf.reflector.listed)
+    inf.reflector.list_and_watch()
+    assert seen and seen[-1] is True
+    inf.reflector.stop()

@@ -351,6 +351,10 @@ class Reflector:
         if self.listed:
             self.relists += 1
         self.listed = True
+        if self.notify is not None:
+            # Whoever waits for every informer to have listed (the scheduler's first cycle)
+            # learns it now, not at its next poll.
+            self.notify()
         self._watch()
 
     def _watch(self) -> None:
