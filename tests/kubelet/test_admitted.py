@@ -183,7 +183,7 @@ def test_an_update_keeps_a_pods_place_and_a_deletion_frees_its_requests() -> Non
 
     def pod(name: str, cpu: str, rv: str, phase: str = "Running") -> Pod:
         return Pod({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name, "namespace": "d", "resourceVersion": rv},
+                    "metadata": {"name": name, "namespace": "d", "resourceVersion": rv, "uid": f"u-{name}"},
                     "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i", "resources": {
                         "requests": {"cpu": cpu}}}]}, "status": {"phase": phase}})
 
@@ -193,6 +193,8 @@ def test_an_update_keeps_a_pods_place_and_a_deletion_frees_its_requests() -> Non
     idx.put(pod("a", "1", "4"))
     assert [(p.name, p.resource_version) for p in idx.pods("n")] == [("a", "4"), ("b", "2")]
     assert idx.requested("n") == {"cpu": 1500}
+    assert [p.name for p in idx.pods("n", but="u-a")] == ["b"]
+    assert [p.name for p in idx.pods("n", but="u-c")] == ["a", "b"]
     idx.put(pod("b", "500m", "5", phase="Succeeded"))  # terminal: no longer runs there
     assert [p.name for p in idx.pods("n")] == ["a"]
     assert idx.requested("n") == {"cpu": 1000}

@@ -195,11 +195,18 @@ class WatchCache:
                 n = 0
                 self._trim(kind, rv)
             self._since_trim[kind] = n
-        if etype == DELETED:
-            for w in list(self._watches[kind]):
+        watches = self._watches[kind]
+        if not watches:
+            return
+        plain: WatchEvent | None = None  # what every unfiltered watch sees: one event for all
+        for w in list(watches):
+            if not w.filtered:
+                if plain is None:
+                    plain = WatchEvent(etype, obj, rv)
+                w._push(plain)
+            elif etype == DELETED:
                 w._offer(DELETED, obj, None, rv)
-        else:
-            for w in list(self._watches[kind]):
+            else:
                 w._offer(etype, old, new, rv)
 
     def _trim(self, kind: str, rv: int) -> None:

@@ -220,8 +220,9 @@ class Indexer:
         for name, idx in self._indices.items():
             self._put(idx, key, self._indexers[name](obj))
 
-    def upsert(self, obj: KubeObject) -> KubeObject | None:
-        key = obj.key
+    def upsert(self, obj: KubeObject, key: str = "") -> KubeObject | None:
+        """Put ``obj`` (``key``: its key, when the caller has it); returns what it replaced."""
+        key = key or obj.key
         with self._lock:
             old = self.items.get(key)
             self.items[key] = obj
@@ -491,22 +492,23 @@ class SharedInformer:
     def process(self) -> int:
         """Apply the queued deltas to the indexer and call the handlers. Returns deltas applied."""
         n = 0
+        indexer, handlers = self.indexer, self.handlers
         for key, deltas in self.fifo.pop_all():
             for dtype, obj in deltas:
                 n += 1
                 if dtype == DELETED:
-                    old = self.indexer.remove(key)
+                    old = indexer.remove(key)
                     if old is None and not isinstance(obj, DeletedFinalStateUnknown):
                         continue
-                    for h in self.handlers:
+                    for h in handlers:
                         h.delete(obj)
                 else:
-                    old = self.indexer.upsert(obj)
+                    old = indexer.upsert(obj, key)
                     if old is None:
-                        for h in self.handlers:
+                        for h in handlers:
                             h.add(obj)
-                    elif old.resource_version != obj.resource_version or dtype == UPDATED:
-                        for h in self.handlers:
+                    elif dtype == UPDATED or old.resource_version != obj.resource_version:
+                        for h in handlers:
                             h.update(old, obj)
         return n
 

@@ -29,10 +29,11 @@ __all__ = ["AdmittedPods"]
 
 
 class _NodePods:
-    __slots__ = ("pods", "requested", "with_usage")
+    __slots__ = ("pods", "requested", "uids", "with_usage")
 
     def __init__(self) -> None:
         self.pods: dict[str, Pod] = {}  # pod key -> the pod as last delivered
+        self.uids: set[str] = set()
         self.requested: dict[str, int] = {}
         self.with_usage = 0
 
@@ -62,6 +63,10 @@ class AdmittedPods:
             entry = self._nodes[pod.node_name] = _NodePods()
         old = entry.pods.get(key)
         entry.pods[key] = pod  # an update keeps the pod's place
+        if old is None or old.uid != pod.uid:
+            if old is not None:
+                entry.uids.discard(old.uid)
+            entry.uids.add(pod.uid)
         if old is not None and _same_charge(old, pod):
             return  # a status write: the same requests and annotations
         if old is not None:
@@ -76,13 +81,19 @@ class AdmittedPods:
             return
         entry = self._nodes[node]
         old = entry.pods.pop(key)
+        entry.uids.discard(old.uid)
         _charge(entry, old, -1)
         if not entry.pods:
             del self._nodes[node]
 
-    def pods(self, node_name: str) -> list[Pod]:
+    def pods(self, node_name: str, but: str = "") -> list[Pod]:
+        """The node's admitted pods but the one whose uid is ``but``."""
         entry = self._nodes.get(node_name)
-        return list(entry.pods.values()) if entry is not None else []
+        if entry is None:
+            return []
+        if but and but in entry.uids:
+            return [p for p in entry.pods.values() if p.uid != but]
+        return list(entry.pods.values())
 
     def requested(self, node_name: str) -> dict[str, int]:
         """The sum of the node's admitted pods' requests (resources summing to 0 may be absent)."""

@@ -330,8 +330,7 @@ class FakeKubelet:
     def admitted_pods(self, node_name: str, but: str = "") -> list[Pod]:
         """The pods the node runs: admitted (or found running) and not terminated."""
         if self._admitted is not None:
-            pods = self._admitted.pods(node_name)
-            return [p for p in pods if p.uid != but] if but else pods
+            return self._admitted.pods(node_name, but)
         out = []
         for p in self.informer.indexer.by_index(_NODE_INDEX, node_name):
             if not isinstance(p, Pod) or p.uid == but or p.is_terminal:
