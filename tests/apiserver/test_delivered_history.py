@@ -117,3 +117,26 @@ def test_every_open_watch_resumes_from_where_it_is(ops: list[Any], keep: int) ->
         resumed = s.watch("Pod", resource_version=taken[i], label_selector=sel if i == 2 else None)
         assert _ids(resumed.drain()) == _ids(list(w._events))
         resumed.stop()
+
+
+def test_a_watch_resumed_at_the_current_version_releases_its_pin() -> None:
+    """A consumer whose watch the server closed comes back before anything changed (it resumes
+    from the current version): its pin is released, so the history is bounded again after."""
+    from ksched.apiserver.inprocess import InProcessClient
+    from ksched.client.informer import InformerFactory
+
+    s = Store(VirtualClock(), delivered_history=3)
+    inf = InformerFactory(InProcessClient(s)).informer("Pod")
+    inf.poll()
+    for i in range(5):
+        s.create(mkpod(f"p{i}"))
+    inf.poll()
+    s.close_watches("Pod")
+    inf.poll()  # watches again from the version of p4, still the current one
+    assert inf.reflector.rewatches == 1 and inf.reflector.relists == 0
+    assert s.watch_cache._pins["Pod"] == []
+    for i in range(5, 40):
+        s.create(mkpod(f"p{i}"))
+        inf.poll()
+    assert len(s.watch_cache._history["Pod"]) <= 3 + 3
+    assert sorted(o.name for o in inf.list()) == sorted(f"p{i}" for i in range(40))

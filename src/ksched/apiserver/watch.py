@@ -270,9 +270,11 @@ class WatchCache:
                     w._events.append(tev)
             w.taken_rv = rv
             pins = self._pins[kind]
-            if pins and rv < current_rv:
+            if pins and (rv < current_rv or rv in pins):
                 # A consumer watches again: the latest pin at or before its version is released
                 # (whoever's it was, each consumer still waiting has a pin at or before its own).
+                # From the current version, only a pin at it: that consumer took everything
+                # before the close (a fresh list-then-watch there releases nobody's older pin).
                 mine = [p for p in pins if p <= rv]
                 if mine:
                     pins.remove(max(mine))
