@@ -56,16 +56,23 @@ def test_without_it_the_history_is_bounded_by_size_only() -> None:
     assert len(s.watch("Pod", resource_version=start).drain()) == 20
 
 
-def test_an_informer_whose_watch_closes_resumes_without_a_relist() -> None:
+def _store_and_informer(pods: int) -> tuple[Store, Any]:
+    """A store keeping 3 changes beyond its watches' and a Pod informer that has taken ``pods``
+    created pods (p0, p1, ...)."""
     from ksched.apiserver.inprocess import InProcessClient
     from ksched.client.informer import InformerFactory
 
     s = Store(VirtualClock(), delivered_history=3)
     inf = InformerFactory(InProcessClient(s)).informer("Pod")
     inf.poll()
-    for i in range(20):
+    for i in range(pods):
         s.create(mkpod(f"p{i}"))
     inf.poll()
+    return s, inf
+
+
+def test_an_informer_whose_watch_closes_resumes_without_a_relist() -> None:
+    s, inf = _store_and_informer(20)
     s.close_watches("Pod")
     for i in range(20, 30):
         s.create(mkpod(f"p{i}"))
@@ -122,15 +129,7 @@ def test_every_open_watch_resumes_from_where_it_is(ops: list[Any], keep: int) ->
 def test_a_watch_resumed_at_the_current_version_releases_its_pin() -> None:
     """A consumer whose watch the server closed comes back before anything changed (it resumes
     from the current version): its pin is released, so the history is bounded again after."""
-    from ksched.apiserver.inprocess import InProcessClient
-    from ksched.client.informer import InformerFactory
-
-    s = Store(VirtualClock(), delivered_history=3)
-    inf = InformerFactory(InProcessClient(s)).informer("Pod")
-    inf.poll()
-    for i in range(5):
-        s.create(mkpod(f"p{i}"))
-    inf.poll()
+    s, inf = _store_and_informer(5)
     s.close_watches("Pod")
     inf.poll()  # watches again from the version of p4, still the current one
     assert inf.reflector.rewatches == 1 and inf.reflector.relists == 0
