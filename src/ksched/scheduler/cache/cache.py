@@ -7,6 +7,15 @@ object, not schedulable) until their pods are gone.
 
 Every change bumps the NodeInfo's generation and marks its table row dirty; ``update_snapshot``
 copies only those rows and NodeInfos.
+
+Divergence (no upstream counterpart): an update of a bound pod that changes nothing the cache,
+its NodeInfos or the snapshot's consumers read (``unchanged_for_cache``: a kubelet's status
+write, nearly always) swaps the stored object in place instead of removing and adding the pod:
+no generation is bumped, so no snapshot row is copied again and no plugin index revisits the
+node. The pod moves to the end of its node's lists as the remove/add would, and the snapshot's
+copy of the NodeInfo gets the same swap at the next ``update_snapshot`` (never mid-cycle), so
+the current object is what both hold and the old one is freed. ``in_place_updates=False`` keeps
+upstream's remove/add for every update (the reference path; a test proves both agree).
 """
 
 from __future__ import annotations
@@ -37,6 +46,60 @@ class _PodState:
     assumed: bool
 
 
+@dataclass(slots=True)
+class _Swap:
+    """A pod object swapped in the cache since the synced snapshot last saw its node: the
+    snapshot's copy still holds ``old``; ``moved`` when the pod went to the end of the lists."""
+
+    node_name: str
+    old: PodInfo
+    new: PodInfo
+    moved: bool
+
+
+def unchanged_for_cache(old: Pod, new: Pod) -> bool:
+    """Whether ``new`` (a later object of the pod ``old``) changes nothing the cache or a snapshot
+    consumer derives from a pod on a node: the node, the spec (requests, containers, overhead,
+    pod-level resources, affinity, host ports, volumes and claims), the labels and annotations
+    (pod-count and InterPodAffinity signatures), deletion (terminating pods are counted apart)
+    and whether the pod is terminal. Status fields other than the phase's class (conditions,
+    container statuses, start time, ...) are read from the object itself, never aggregated."""
+    if old is new:
+        return True
+    if (old.uid != new.uid or old.node_name != new.node_name or old.namespace != new.namespace
+            or old.name != new.name or old.deletion_timestamp != new.deletion_timestamp
+            or old.is_terminal != new.is_terminal):
+        return False
+    if old.labels is not new.labels and old.labels != new.labels:
+        return False
+    if old.annotations is not new.annotations and old.annotations != new.annotations:
+        return False
+    old_spec = old.raw.get("spec")
+    new_spec = new.raw.get("spec")
+    return old_spec is new_spec or old_spec == new_spec
+
+
+def _move_to_end(lst: list[PodInfo], old: PodInfo, new: PodInfo) -> None:
+    for i, x in enumerate(lst):
+        if x is old:
+            del lst[i]
+            lst.append(new)
+            return
+
+
+def _swap_in(ni: NodeInfo, old: PodInfo, new: PodInfo, moved: bool) -> None:
+    """``new`` replaces ``old`` in the NodeInfo's lists: in place, or (``moved``) at the end as a
+    removal and an addition would leave it. Nothing derived from the pod changes."""
+    if not moved:
+        ni.replace_pod(old, new)
+        return
+    _move_to_end(ni.pods, old, new)
+    if ni.pods_with_affinity:
+        _move_to_end(ni.pods_with_affinity, old, new)
+    if ni.pods_with_required_anti_affinity:
+        _move_to_end(ni.pods_with_required_anti_affinity, old, new)
+
+
 def _pod_key(pod: Pod) -> str:
     return pod.uid or pod.key
 
@@ -53,7 +116,7 @@ class Cache:
     into the table at once (the reference path; tests prove both give the same table).
     """
 
-    def __init__(self, defer_rows: bool = True) -> None:
+    def __init__(self, defer_rows: bool = True, in_place_updates: bool = True) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.pod_states: dict[str, _PodState] = {}
         self.assumed: set[str] = set()
@@ -70,6 +133,10 @@ class Cache:
         self._generation = 0
         self._zones: dict[str, list[str]] = {}
         self._synced: Snapshot | None = None
+        # Status-only updates (``in_place_updates``) take the swap path; False: remove/add always.
+        self.in_place_updates = in_place_updates
+        # Pod key -> the swap the synced snapshot has not seen yet (in the order made last).
+        self._swaps: dict[str, _Swap] = {}
 
     # ---------------------------------------------------------------- bookkeeping
 
@@ -294,6 +361,8 @@ class Cache:
                 ni = self.nodes.get(pod.node_name)
                 if ni is not None:
                     ni.replace_pod(st.pod_info, pi)
+                if self.in_place_updates:
+                    self._note_swap(key, pod.node_name, st.pod_info, pi, False)
                 st.pod_info = pi
             st.assumed = False
             self.assumed.discard(key)
@@ -311,7 +380,44 @@ class Cache:
             raise CacheError(f"pod {old.key} is not added to scheduler cache, so cannot be updated")
         if st.assumed:
             raise CacheError(f"assumed pod {old.key} should not be updated")
+        cur = st.pod_info.pod
+        if self.in_place_updates and unchanged_for_cache(cur, new):
+            ni = self.nodes.get(cur.node_name)
+            if ni is not None:
+                pi = st.pod_info.with_pod(new)
+                _swap_in(ni, st.pod_info, pi, True)
+                self._note_swap(key, cur.node_name, st.pod_info, pi, True)
+                st.pod_info = pi
+                return
         self._replace_pod(st, new)
+
+    def _note_swap(self, key: str, node_name: str, old: PodInfo, new: PodInfo, moved: bool) -> None:
+        prev = self._swaps.get(key)
+        if prev is None or prev.node_name != node_name or prev.new is not old:
+            if prev is not None:
+                del self._swaps[key]
+            self._swaps[key] = _Swap(node_name, old, new, moved)
+        elif moved:
+            # Moved again: it is last in the lists now, after every swap made since.
+            del self._swaps[key]
+            self._swaps[key] = _Swap(node_name, prev.old, new, True)
+        else:
+            prev.new = new
+
+    def _apply_swaps(self, snap: Snapshot) -> None:
+        """Give the synced snapshot's NodeInfos the objects swapped in since its last update
+        (a row the cache changed otherwise is copied afresh anyway)."""
+        swaps = self._swaps
+        self._swaps = {}
+        row_of = snap.row_of
+        infos = snap.infos
+        for sw in swaps.values():
+            ni = self.nodes.get(sw.node_name)
+            if ni is None or ni.row < 0 or ni.row >= len(infos):
+                continue
+            copy = infos[ni.row]
+            if copy is not None and row_of.get(sw.node_name) == ni.row:
+                _swap_in(copy, sw.old, sw.new, sw.moved)
 
     def _replace_pod(self, st: _PodState, new: Pod) -> None:
         old = st.pod_info.pod
@@ -333,6 +439,7 @@ class Cache:
         self._remove_from_node(cur, cur.node_name)
         del self.pod_states[key]
         self.assumed.discard(key)
+        self._swaps.pop(key, None)
 
     # ---------------------------------------------------------------- snapshot
 
@@ -357,6 +464,11 @@ class Cache:
     def update_snapshot(self, snap: Snapshot) -> None:
         """Bring a snapshot up to date, copying only what changed since it was last updated."""
         self._write_stale_rows()
+        if self._swaps:
+            if snap is self._synced and snap.table.cols is self._table.cols:
+                self._apply_swaps(snap)
+            else:
+                self._swaps = {}  # the snapshot is rebuilt from the cache below
         if snap is not self._synced or snap.table.cols is not self._table.cols:
             # The change tracking belongs to the snapshot last updated; any other is rebuilt in full.
             if snap.table.cols is not self._table.cols:
