@@ -91,7 +91,12 @@ def _swap_in(ni: NodeInfo, old: PodInfo, new: PodInfo, moved: bool) -> None:
     """``new`` replaces ``old`` in the NodeInfo's lists: in place, or (``moved``) at the end as a
     removal and an addition would leave it. Nothing derived from the pod changes."""
     if not moved:
-        ni.replace_pod(old, new)
+        # (An assumed pod confirmed: usually the last one added, so searched from the end.)
+        for lst in (ni.pods, ni.pods_with_affinity, ni.pods_with_required_anti_affinity):
+            for i in range(len(lst) - 1, -1, -1):
+                if lst[i] is old:
+                    lst[i] = new
+                    break
         return
     _move_to_end(ni.pods, old, new)
     if ni.pods_with_affinity:
@@ -393,9 +398,10 @@ class Cache:
 
     def _note_swap(self, key: str, node_name: str, old: PodInfo, new: PodInfo, moved: bool) -> None:
         prev = self._swaps.get(key)
-        if prev is None or prev.node_name != node_name or prev.new is not old:
-            if prev is not None:
-                del self._swaps[key]
+        if prev is None:
+            self._swaps[key] = _Swap(node_name, old, new, moved)
+        elif prev.node_name != node_name or prev.new is not old:
+            del self._swaps[key]
             self._swaps[key] = _Swap(node_name, old, new, moved)
         elif moved:
             # Moved again: it is last in the lists now, after every swap made since.
@@ -412,12 +418,11 @@ class Cache:
         row_of = snap.row_of
         infos = snap.infos
         for sw in swaps.values():
-            ni = self.nodes.get(sw.node_name)
-            if ni is None or ni.row < 0 or ni.row >= len(infos):
-                continue
-            copy = infos[ni.row]
-            if copy is not None and row_of.get(sw.node_name) == ni.row:
-                _swap_in(copy, sw.old, sw.new, sw.moved)
+            r = row_of.get(sw.node_name)
+            if r is not None:
+                copy = infos[r]
+                if copy is not None and copy.name == sw.node_name:
+                    _swap_in(copy, sw.old, sw.new, sw.moved)
 
     def _replace_pod(self, st: _PodState, new: Pod) -> None:
         old = st.pod_info.pod
