@@ -266,18 +266,26 @@ class Indexer:
 
 class EventHandler:
     """Callbacks for one consumer; ``filter`` (if set) limits which objects it sees, and an
-    object moving out of the filter is delivered as a deletion (as FilteringResourceEventHandler)."""
+    object moving out of the filter is delivered as a deletion (as FilteringResourceEventHandler).
 
-    __slots__ = ("filter", "on_add", "on_delete", "on_update")
+    ``skip_update`` (if set) is a predicate on ``(old, new)`` that is true only for updates this
+    handler would do nothing with: the informer does not call it for those. Unlike ``filter`` it
+    changes no event into another. Handlers of one informer that share a predicate (the same
+    function) have it evaluated once per update (not in client-go, whose handlers check for
+    themselves)."""
+
+    __slots__ = ("filter", "on_add", "on_delete", "on_update", "skip_update")
 
     def __init__(self, on_add: Callable[[Any], None] | None = None,
                  on_update: Callable[[Any, Any], None] | None = None,
                  on_delete: Callable[[Any], None] | None = None,
-                 filter: Callable[[Any], bool] | None = None) -> None:
+                 filter: Callable[[Any], bool] | None = None,
+                 skip_update: Callable[[Any, Any], bool] | None = None) -> None:
         self.on_add = on_add
         self.on_update = on_update
         self.on_delete = on_delete
         self.filter = filter
+        self.skip_update = skip_update
 
     def add(self, obj: Any) -> None:
         if self.filter is not None and not self.filter(obj):
@@ -480,11 +488,28 @@ class SharedInformer:
         self.fifo = DeltaFIFO(self.indexer.keys, self.indexer.get)
         self.reflector = Reflector(client, kind, self.fifo, namespace, label_selector, field_selector)
         self.handlers: list[EventHandler] = []
+        # The handlers' distinct ``skip_update`` predicates, in order of registration.
+        self._skips: list[Callable[[Any, Any], bool]] = []
 
     def add_handler(self, handler: EventHandler) -> None:
         self.handlers.append(handler)
+        s = handler.skip_update
+        if s is not None and s not in self._skips:
+            self._skips.append(s)
         for o in self.indexer.list():
             handler.add(o)
+
+    def _update(self, old: KubeObject, new: KubeObject) -> None:
+        """Deliver an update to every handler whose ``skip_update`` does not rule it out."""
+        skips = self._skips
+        if not skips:
+            for h in self.handlers:
+                h.update(old, new)
+            return
+        skipped = {s for s in skips if s(old, new)}
+        for h in self.handlers:
+            if h.skip_update is None or h.skip_update not in skipped:
+                h.update(old, new)
 
     def has_synced(self) -> bool:
         return self.reflector.listed and len(self.fifo) == 0
@@ -508,8 +533,7 @@ class SharedInformer:
                         for h in handlers:
                             h.add(obj)
                     elif dtype == UPDATED or old.resource_version != obj.resource_version:
-                        for h in handlers:
-                            h.update(old, obj)
+                        self._update(old, obj)
         return n
 
     def poll(self) -> int:

@@ -97,6 +97,8 @@ class DisruptionController(Controller):
         self.queue.add(_namespace(obj))
 
     def _on_pod(self, obj: Any) -> None:
+        if not len(self.pdbs.indexer):
+            return  # no budget anywhere (the common case): no namespace to look up
         ns = _namespace(obj)
         if self.pdbs.indexer.by_index("namespace", ns):
             self.queue.add(ns)

@@ -32,6 +32,7 @@ from ksched.api.meta import KubeObject, OwnerReference
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory, SharedInformer
 from ksched.clock import Clock
 from ksched.controllers.controller import Controller
+from ksched.controllers.podupdates import unowned_pod_update
 
 __all__ = ["IGNORED_KINDS", "GarbageCollector"]
 
@@ -81,7 +82,8 @@ class GarbageCollector(Controller):
                 continue
             inf = informers.informer(kind)
             self.informers_by_kind[kind] = inf
-            inf.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
+            inf.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete,
+                                         skip_update=unowned_pod_update if kind == "Pod" else None))
 
     # ---------------------------------------------------------------- graph
 

@@ -44,6 +44,7 @@ from ksched.controllers.controller_utils import (
     owned_pods,
     slow_start_batch,
 )
+from ksched.controllers.podupdates import unowned_pod_update
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "calculate_status"]
 
@@ -107,7 +108,8 @@ class ReplicaSetController(Controller):
         self.expectations = Expectations(clock)
         self.rs_informer.add_handler(EventHandler(self._enqueue, lambda old, new: self._enqueue(new),
                                                   self._rs_deleted))
-        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted,
+                                                    skip_update=unowned_pod_update))
 
     # ---- events ---------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from ksched.api.resource import (
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.clock import Clock
 from ksched.controllers.controller import Controller
+from ksched.controllers.podupdates import unowned_pod_update
 
 __all__ = ["ResourceClaimController", "generate_name"]
 
@@ -87,7 +88,8 @@ class ResourceClaimController(Controller):
         self.pods = informers.informer("Pod")
         self.claims = informers.informer("ResourceClaim")
         self.templates = informers.informer("ResourceClaimTemplate")
-        self.pods.add_handler(EventHandler(self._pod_changed, lambda _o, n: self._pod_changed(n), self._pod_deleted))
+        self.pods.add_handler(EventHandler(self._pod_changed, lambda _o, n: self._pod_changed(n), self._pod_deleted,
+                                            skip_update=unowned_pod_update))
         self.claims.add_handler(EventHandler(self._claim_changed, lambda _o, n: self._claim_changed(n),
                                              self._claim_changed))
         self.templates.add_handler(EventHandler(self._template_changed, lambda _o, n: self._template_changed(n),

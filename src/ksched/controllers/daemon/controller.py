@@ -51,6 +51,7 @@ from ksched.controllers.daemon.util import (
     replace_node_name_affinity,
     target_node_name,
 )
+from ksched.controllers.podupdates import unowned_pod_update
 
 __all__ = ["BURST_REPLICAS", "DaemonSetsController", "node_should_run_daemon_pod"]
 
@@ -138,7 +139,8 @@ class DaemonSetsController(UpdateMixin, Controller):
         self.history_informer.add_handler(EventHandler(self._history_changed,
                                                        lambda old, new: self._history_changed(new),
                                                        self._history_changed))
-        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted,
+                                                    skip_update=unowned_pod_update))
         self.node_informer.add_handler(EventHandler(self._node_added, self._node_updated, self._node_deleted))
 
     # ---- events ---------------------------------------------------------------------------

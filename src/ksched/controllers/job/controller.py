@@ -47,6 +47,7 @@ from ksched.controllers.job import indexed as ix
 from ksched.controllers.job.backoff import BackoffRecord, BackoffStore, finished_time, remaining_time
 from ksched.controllers.job.expectations import ControllerExpectations, UIDTrackingExpectations
 from ksched.controllers.job.pod_failure_policy import match_pod_failure_policy
+from ksched.controllers.podupdates import unowned_pod_update
 
 __all__ = ["MAX_POD_CREATE_DELETE_PER_SYNC", "SYNC_JOB_BATCH_PERIOD", "JobController", "active_pods_order"]
 
@@ -180,7 +181,8 @@ class JobController(Controller):
         self.pods = informers.informer("Pod")
         self.pods.indexer.add_indexer("job-controller-uid", _job_controller_uid)
         self.jobs.add_handler(EventHandler(self._add_job, self._update_job, self._delete_job))
-        self.pods.add_handler(EventHandler(self._add_pod, self._update_pod, lambda o: self._delete_pod(o, True)))
+        self.pods.add_handler(EventHandler(self._add_pod, self._update_pod, lambda o: self._delete_pod(o, True),
+                                            skip_update=unowned_pod_update))
 
     # ---------------------------------------------------------------- queueing
 

@@ -22,6 +22,7 @@ from ksched.controllers.controller_utils import (
     is_pod_available,
     is_pod_ready,
 )
+from ksched.controllers.podupdates import unowned_pod_update
 from ksched.controllers.statefulset.control import StatefulSetControl
 from ksched.controllers.statefulset.pod_control import StatefulPodControl
 from ksched.controllers.statefulset.utils import is_member_of
@@ -52,7 +53,8 @@ class StatefulSetController(Controller):
         self.control = StatefulSetControl(client, clock, StatefulPodControl(client, self.recorder, claims), revisions)
         self.set_informer.add_handler(EventHandler(self._enqueue, lambda old, new: self._enqueue(new),
                                                    self._enqueue))
-        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.pod_informer.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted,
+                                                    skip_update=unowned_pod_update))
 
     # ---- events ---------------------------------------------------------------------------
 
