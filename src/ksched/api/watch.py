@@ -22,7 +22,8 @@ class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
     object: KubeObject | None  # None for BOOKMARK and ERROR
     resource_version: int
-    # The object before the change (the store's history only): lets a filtered watch that
+    # The object before the change (set in the store's history, whose events unfiltered
+    # watches also receive; read only when history is replayed): lets a filtered watch that
     # resumes from an older resourceVersion see a change out of its selection as a DELETED,
     # as the watch cache does.
     prev: KubeObject | None = None

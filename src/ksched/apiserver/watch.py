@@ -198,12 +198,11 @@ class WatchCache:
         watches = self._watches[kind]
         if not watches:
             return
-        plain: WatchEvent | None = None  # what every unfiltered watch sees: one event for all
         for w in list(watches):
             if not w.filtered:
-                if plain is None:
-                    plain = WatchEvent(etype, obj, rv)
-                w._push(plain)
+                # Every unfiltered watch sees the history's event itself (its ``prev`` is read
+                # only when history is replayed to a filtered watch).
+                w._push(ev)
             elif etype == DELETED:
                 w._offer(DELETED, obj, None, rv)
             else:
