@@ -167,7 +167,10 @@ class Indexer:
         if indexers:
             self._indexers.update(indexers)
         # The indices built so far (name -> value -> keys).
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        # index name -> value -> the keys with that value, in the order they were indexed (a dict,
+        # not a set: by_index's order must not depend on string hashing, so a simulation's
+        # outcome does not change with PYTHONHASHSEED).
+        self._indices: dict[str, dict[str, dict[str, None]]] = {}
         self._lock = threading.Lock()
 
     def has_indexer(self, name: str) -> bool:
@@ -178,7 +181,7 @@ class Indexer:
             self._indexers[name] = fn
             self._indices.pop(name, None)  # (re)built on first use
 
-    def _built(self, name: str) -> dict[str, set[str]]:
+    def _built(self, name: str) -> dict[str, dict[str, None]]:
         """The index ``name`` (the caller holds the lock)."""
         idx = self._indices.get(name)
         if idx is None:
@@ -188,29 +191,29 @@ class Indexer:
                 for v in fn(o):
                     s = idx.get(v)
                     if s is None:
-                        idx[v] = {k}
+                        idx[v] = {k: None}
                     else:
-                        s.add(k)
+                        s[k] = None
             self._indices[name] = idx
         return idx
 
     @staticmethod
-    def _drop(idx: dict[str, set[str]], key: str, values: list[str]) -> None:
+    def _drop(idx: dict[str, dict[str, None]], key: str, values: list[str]) -> None:
         for v in values:
             s = idx.get(v)
             if s is not None:
-                s.discard(key)
+                s.pop(key, None)
                 if not s:
                     del idx[v]
 
     @staticmethod
-    def _put(idx: dict[str, set[str]], key: str, values: list[str]) -> None:
+    def _put(idx: dict[str, dict[str, None]], key: str, values: list[str]) -> None:
         for v in values:
             s = idx.get(v)
             if s is None:
-                idx[v] = {key}
+                idx[v] = {key: None}
             else:
-                s.add(key)
+                s[key] = None
 
     def _unindex(self, key: str, obj: KubeObject) -> None:
         for name, idx in self._indices.items():
