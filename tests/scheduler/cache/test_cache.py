@@ -428,16 +428,19 @@ def test_side_lists_follow_pods_with_affinity():
     c.add_node(make_node("b", labels={ZONE: "z1"}))
     snap = snapshot_of(c)
     assert snap.have_pods_with_affinity == [] and snap.have_pods_with_required_anti_affinity == []
+    assert not snap.any_pods_with_affinity and not snap.any_pods_with_required_anti_affinity
     anti = pod("anti", "a", affinity=ANTI)
     c.add_pod(anti)
     c.add_pod(pod("aff", "b", affinity=AFF))
     c.update_snapshot(snap)
     assert sorted(n.name for n in snap.have_pods_with_affinity) == ["a", "b"]
     assert [n.name for n in snap.have_pods_with_required_anti_affinity] == ["a"]
+    assert snap.any_pods_with_affinity and snap.any_pods_with_required_anti_affinity
     c.remove_pod(anti)
     c.update_snapshot(snap)
     assert [n.name for n in snap.have_pods_with_affinity] == ["b"]
     assert snap.have_pods_with_required_anti_affinity == []
+    assert snap.any_pods_with_affinity and not snap.any_pods_with_required_anti_affinity
 
 
 def test_side_lists_see_the_current_node_infos():

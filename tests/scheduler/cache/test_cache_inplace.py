@@ -81,6 +81,8 @@ def _snapshot(s: Snapshot) -> dict[str, Any]:
     out: dict[str, Any] = {"order": s.all_nodes().names, "pvcs": sorted(s.used_pvcs),
                            "aff": sorted(n.name for n in s.have_pods_with_affinity),
                            "anti": sorted(n.name for n in s.have_pods_with_required_anti_affinity)}
+    assert s.any_pods_with_affinity == bool(out["aff"])
+    assert s.any_pods_with_required_anti_affinity == bool(out["anti"])
     width = min(len(s.table.cols), s.table.req.shape[1])
     for name in out["order"]:
         ni = s.get(name)

@@ -114,6 +114,16 @@ class Snapshot:
         return self._aff_list
 
     @property
+    def any_pods_with_affinity(self) -> bool:
+        """Whether ``have_pods_with_affinity`` is non-empty, without building the list."""
+        return bool(self._aff_rows)
+
+    @property
+    def any_pods_with_required_anti_affinity(self) -> bool:
+        """Whether ``have_pods_with_required_anti_affinity`` is non-empty, without building it."""
+        return bool(self._anti_rows)
+
+    @property
     def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
         if self._anti_list is None:
             self._anti_list = list(self._anti_rows.values())

@@ -340,7 +340,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         req_anti = aff.pod_anti_affinity_required if aff is not None else ()
         if not req_aff and not req_anti:
             snap = self._snapshot_of(nodes.infos)
-            if snap is not None and not snap.have_pods_with_required_anti_affinity:
+            if snap is not None and not snap.any_pods_with_required_anti_affinity:
                 # No existing pod has required anti-affinity: nothing can count (upstream walks
                 # an empty node list and skips).
                 return None, Status.skip()
@@ -473,7 +473,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             return Status.skip()
         if not has_constraints:
             snap = self._snapshot_of(nodes.infos)
-            if snap is not None and not snap.have_pods_with_affinity:
+            if snap is not None and not snap.any_pods_with_affinity:
                 # Only existing pods' terms could count, and no pod has any (upstream walks an
                 # empty node list and skips).
                 return Status.skip()
