@@ -121,20 +121,23 @@ class NodeTable:
         cached = pi.table_vector
         if cached is None or cached[0] is not self.cols or cached[1] != len(self.cols):
             cols = self.cols
-            idx = [cols.col(k) for k in pi.requests]
-            cached = pi.table_vector = (cols, len(cols), np.asarray(idx, dtype=np.int64),
-                                        np.asarray(list(pi.requests.values()), dtype=np.int64))
+            pairs = tuple((cols.col(k), v) for k, v in pi.requests.items())
+            cached = pi.table_vector = (cols, len(cols), pairs)
             self.fit(row + 1)
-        _, _, idx_arr, vals = cached
-        req_row = self.req[row]  # a view: element updates on it are cheaper than fancy indexing
-        if len(idx_arr):
-            if sign > 0:
-                req_row[idx_arr] += vals
-            else:
-                req_row[idx_arr] -= vals
+        # Element updates on row views: a pod requests a few resources, for which this is
+        # cheaper than NumPy's fancy indexing.
+        req_row = self.req[row]
+        if sign > 0:
+            for c, v in cached[2]:
+                req_row[c] += v
+        else:
+            for c, v in cached[2]:
+                req_row[c] -= v
         req_row[PODS] += sign
         nz_row = self.nz[row]
-        nz_row += (sign * pi.non_zero[0], sign * pi.non_zero[1])
+        nz = pi.non_zero
+        nz_row[0] += sign * nz[0]
+        nz_row[1] += sign * nz[1]
 
     def clear(self, row: int) -> None:
         if row < self.capacity:

@@ -40,7 +40,7 @@ class PodInfo:
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
-        self.table_vector: Any = None  # (columns, width, column indices, values) for the node table
+        self.table_vector: Any = None  # (columns, width, ((column, value), ...)) for the node table
         self.requests: dict[str, int] = pod_requests(pod)
         self.non_zero: tuple[int, int] = pod_non_zero_requests(pod)
         aff = pod.affinity
