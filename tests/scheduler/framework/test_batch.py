@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.pod import Pod
 from ksched.clock import VirtualClock
@@ -307,3 +309,20 @@ def test_a_failing_or_out_of_range_normalization_gives_no_pick() -> None:
                             [(ScorePluginForm(None, FastPath.NODE, norm, 1, check), np.asarray([1, 2]))],  # type: ignore[arg-type]
                             CycleState(), 3)
         assert nodes.pick(None, make_pod(), snap, 0, random.Random(0)) is None  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**62), 2**62), min_size=1, max_size=40), st.data())
+def test_remove_at_is_np_delete(values: list[int], data: st.DataObject) -> None:
+    """ScoredNodes.remove_at drops one entry of every array as np.delete would (its own slicing
+    is the fast path), normalized raw scores included, and keeps each array's dtype."""
+    i = data.draw(st.integers(0, len(values) - 1))
+    rows = np.asarray(values, dtype=np.int64)
+    base = np.asarray(values, dtype=np.int64) * 3
+    raw = np.asarray(values, dtype=np.int64) // 7
+    nodes = ScoredNodes(rows.copy(), rows.copy(), base.copy(), [(_form("Pref", 1), raw.copy())], CycleState(),
+                        len(values))
+    nodes.remove_at(i)
+    for got, want in ((nodes.rows, rows), (nodes.positions, rows), (nodes.base, base), (nodes.normalized[0][1], raw)):
+        assert got.dtype == want.dtype
+        assert got.tolist() == np.delete(want, i).tolist()
