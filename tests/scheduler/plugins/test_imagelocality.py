@@ -6,6 +6,8 @@ import hashlib
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -161,3 +163,28 @@ def test_scores_zero_follows_the_nodes_images() -> None:
     assert plugin.scores_zero(state, other)
     scores = plugin.score_nodes(state, big, sched.snapshot, sched.snapshot.order)
     assert scores.tolist() == [0, calculate_priority(2000 * MB // 3, 1), 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a:1", "b:1", "c", "gcr.io/d:2"]), max_size=3), min_size=1, max_size=5),
+       st.lists(st.sampled_from(["a:1", "b:1", "c", "c:latest", "gcr.io/d:2", "e:9"]), min_size=1, max_size=3))
+def test_scores_zero_is_no_node_holding_any_image(node_images: list[list[str]], pod_images: list[str]) -> None:
+    """scores_zero's set of the images some node holds answers as the per-row lookup it stands
+    for (``_present`` on every image of the pod)."""
+    from ksched.apiserver.inprocess import InProcessClient
+    from ksched.apiserver.store import Store
+    from ksched.clock import VirtualClock
+    from ksched.scheduler.framework.cycle_state import CycleState
+    from ksched.scheduler.scheduler import Scheduler
+
+    store = Store(VirtualClock(), auto_create_namespaces=True)
+    for i, imgs in enumerate(node_images):
+        store.create(make_node(f"n{i}", images=[(imgs, 300 * MB)] if imgs else ()).raw)
+    sched = Scheduler(InProcessClient(store), clock=store.clock)
+    sched.sync()
+    sched.cache.update_snapshot(sched.snapshot)
+    plugin = sched.profiles["default-scheduler"].plugins["ImageLocality"]
+    pod = pod_with(pod_images)
+    want = not any(ImageLocality._present(sched.snapshot, img).any()
+                   for img in (normalized_image_name(i) for i in pod_images))
+    assert plugin.scores_zero(CycleState(), pod) == want

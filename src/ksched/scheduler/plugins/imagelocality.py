@@ -90,8 +90,8 @@ class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin, ZeroScore):
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
-        # scores_zero's answers per tuple of images, for one snapshot while its nodes stay the same.
-        self._zero_memo: tuple[Any, int, dict[tuple[str, ...], bool]] = (None, -1, {})
+        # For scores_zero: the images held by some node of one snapshot, while its nodes stay the same.
+        self._zero_memo: tuple[Any, int, frozenset[str]] = (None, -1, frozenset())
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The score depends on the images of the pod's containers and init containers (as
@@ -135,15 +135,12 @@ class ImageLocality(ScorePlugin, VectorizedScore, SignPlugin, ZeroScore):
             return False
         memo = self._zero_memo
         if memo[0] is not snapshot or memo[1] != snapshot.nodes_generation:
-            memo = self._zero_memo = (snapshot, snapshot.nodes_generation, {})
-        images = _pod_images(pod)
-        zero = memo[2].get(images)
-        if zero is None:
-            zero = not any(self._present(snapshot, img).any() for img in images)
-            if len(memo[2]) >= 1024:
-                memo[2].clear()
-            memo[2][images] = zero
-        return zero
+            # Every image some node holds (the union of what ``_present`` looks up row by row).
+            held = frozenset(img for ni in snapshot.infos if ni is not None and ni.node is not None
+                             for img in ni.image_states)
+            memo = self._zero_memo = (snapshot, snapshot.nodes_generation, held)
+        held = memo[2]
+        return not any(img in held for img in _pod_images(pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         total = snapshot.num_nodes
