@@ -96,6 +96,7 @@ __all__ = [
     "SignPlugin",
     "VectorizedFilter",
     "VectorizedFilterStatuses",
+    "UniformScore",
     "VectorizedScore",
 ]
 
@@ -408,6 +409,22 @@ class ZeroScore(ABC):
 
     @abstractmethod
     def scores_zero(self, state: CycleState, pod: Pod) -> bool:
+        ...
+
+
+class UniformScore(ABC):
+    """A Score plugin that can tell, after PreScore, that its normalized score is one and the
+    same value on every node this cycle, whatever the nodes: TaintToleration when no node has a
+    PreferNoSchedule taint the pod does not tolerate (every raw score 0, which its reverse
+    normalization turns into the maximum everywhere). That adds the same to every node's total,
+    so it changes neither the best total nor the ties: the runtime adds the weighted value to
+    every total without scoring node by node, except where every plugin's scores are shown
+    (``--explain``) or kept per node (opportunistic batching), where the plugin runs as usual.
+    ``uniform_score`` returns that value (within [MIN_NODE_SCORE, MAX_NODE_SCORE]) or None
+    (score node by node); it must be cheap and must not change ``state``."""
+
+    @abstractmethod
+    def uniform_score(self, state: CycleState, pod: Pod) -> int | None:
         ...
 
 

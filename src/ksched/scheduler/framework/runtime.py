@@ -46,6 +46,7 @@ from ksched.scheduler.framework.interface import (
     ScorePlugin,
     ScorePluginForm,
     SignPlugin,
+    UniformScore,
     VectorizedFilter,
     VectorizedFilterStatuses,
     VectorizedScore,
@@ -165,6 +166,7 @@ class Framework:
         # filter_plan, score_plan); a cycle's skip set is one of few.
         self._plans: dict[tuple[Any, ...], Any] = {}
         self._zero_scorers: list[ScorePlugin] | None = None  # the ZeroScore plugins, found on first use
+        self._uniform_scorers: list[tuple[ScorePlugin, int]] | None = None  # UniformScore plugins, weights
         # The Filter walk's first-window attempts (feasible_nodes.py): [cycles to skip after the
         # latest failure, cycles still skipped].
         self.window_backoff = [0, 0]
@@ -580,6 +582,24 @@ class Framework:
                         if p.name not in skip and p.scores_zero(state, pod)]  # type: ignore[attr-defined]
             if left_out:
                 skip = skip.union(left_out)
+        uniform = 0
+        if record is None and keep is None and self.vectorize:
+            # Plugins that give every node the same score this cycle add the same to every total:
+            # added once, below, instead of scored node by node.
+            same = self._uniform_scorers
+            if same is None:
+                same = self._uniform_scorers = [(p, self.score_weights[p.name]) for p in self.score_plugins
+                                                if isinstance(p, UniformScore)]
+            left_out = None
+            for p, w in same:
+                if p.name in skip:
+                    continue
+                v = p.uniform_score(state, pod)  # type: ignore[attr-defined]
+                if v is not None:
+                    uniform += v * w
+                    left_out = [p.name] if left_out is None else [*left_out, p.name]
+            if left_out:
+                skip = skip.union(left_out)
         combined, rest, forms = self.score_plan(skip)
         total = None
         if record is None and combined:
@@ -623,6 +643,8 @@ class Framework:
                 keep.append((f, raw, scores * w))
             if record is not None:
                 record[p.name] = (raw, scores.copy(), scores * w)
+        if uniform:
+            total += uniform
         return total, None
 
     # ---------------------------------------------------------------- Reserve / Permit

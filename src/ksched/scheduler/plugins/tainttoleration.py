@@ -48,6 +48,7 @@ from ksched.scheduler.framework.interface import (
     ScorePlugin,
     SignFragment,
     SignPlugin,
+    UniformScore,
     VectorizedFilter,
     VectorizedScore,
 )
@@ -106,12 +107,16 @@ class _PreScoreState(StateData):
 
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, RowLocal,
-        VectorizedFilter, VectorizedScore, ScoreExtensions, SignPlugin):
+        VectorizedFilter, VectorizedScore, ScoreExtensions, SignPlugin, UniformScore):
     name = NAME
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED, plugin=self.name)
+        # uniform_score's answers for one snapshot while its nodes stay the same: (snapshot,
+        # nodes_generation, whether any node has a PreferNoSchedule taint, tolerations key ->
+        # whether no node counts an intolerable one).
+        self._uniform_memo: tuple[Any, int, bool, dict[Any, bool]] = (None, -1, True, {})
 
     # ---------------------------------------------------------------- Filter
 
@@ -178,6 +183,37 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeList, scores: np.ndarray) -> Status | None:
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def uniform_score(self, state: CycleState, pod: Pod) -> int | None:
+        """MAX_NODE_SCORE when no node of the snapshot has a PreferNoSchedule taint the pod
+        does not tolerate: every raw score is then 0, which the reverse normalization turns
+        into the maximum on every node. None otherwise (or without PreScore's state)."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        snapshot = getattr(self.handle, "snapshot", None) if self.handle is not None else None
+        if not isinstance(s, _PreScoreState) or snapshot is None:
+            return None
+        memo = self._uniform_memo
+        if memo[0] is not snapshot or memo[1] != snapshot.nodes_generation:
+            # Whether any node has a PreferNoSchedule taint at all: without one, every pod's
+            # count is 0 on every node.
+            any_taint = any(ni is not None and ni.node is not None
+                            and any(t.effect == PREFER_NO_SCHEDULE for t in ni.node.taints)
+                            for ni in snapshot.infos)
+            memo = self._uniform_memo = (snapshot, snapshot.nodes_generation, any_taint, {})
+        if not memo[2]:
+            return MAX_NODE_SCORE
+        got = memo[3].get(s.key)
+        if got is None:
+            tolerations = s.tolerations
+
+            def count(ni: NodeInfo) -> int:
+                return count_intolerable_prefer_no_schedule(ni.node.taints, tolerations)  # type: ignore[union-attr]
+
+            got = not snapshot.row_values(("TaintToleration.score", s.key), count, dtype=np.int64).any()
+            if len(memo[3]) >= 1024:
+                memo[3].clear()
+            memo[3][s.key] = got
+        return MAX_NODE_SCORE if got else None
 
     # ---------------------------------------------------------------- events
 
