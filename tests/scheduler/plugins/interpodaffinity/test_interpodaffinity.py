@@ -656,6 +656,33 @@ def test_namespace_selector_sees_namespaces_created_later() -> None:
     assert r.filter(incoming)["n1"] is None
 
 
+
+def test_namespace_labels_follow_the_informers_namespace_objects() -> None:
+    """The incoming pod's namespace labels are made once per Namespace object: a relabelled
+    namespace (a new object in the informer) gives its new labels, and an existing pod's
+    namespaceSelector term then matches by them."""
+    store = Store()
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "x"}}})
+    f = InformerFactory(InProcessClient(store))
+    f.informer("Namespace")
+    f.poll()
+    nodes = [node("n1", {"zone": "z1"})]
+    existing = [pod("e", ns="b", node="n1",
+                    anti=[term(match_labels={"app": "x"}, topo="zone", ns_selector={"matchLabels": {"team": "t"}})])]
+    r = PluginRunner(["InterPodAffinity"], nodes, existing, informers=f)
+    plugin = r.fw.plugins["InterPodAffinity"]
+    incoming = pod(ns="a", labels={"app": "x"})
+    assert r.filter(incoming)["n1"] is None
+    first = plugin._namespace_labels_and_key("a")
+    assert first == ({"team": "x"}, frozenset({("team", "x")}))
+    assert plugin._namespace_labels_and_key("a")[0] is first[0]  # the same object: made once
+    assert plugin._namespace_labels_and_key("unknown") == ({}, None)
+    ns = store.get("Namespace", "", "a")
+    store.update({**ns.raw, "metadata": {**ns.raw["metadata"], "labels": {"team": "t"}}})
+    f.poll()
+    assert plugin._namespace_labels_and_key("a") == ({"team": "t"}, frozenset({("team", "t")}))
+    assert r.filter(incoming)["n1"] == EXISTING
+
 # ---------------------------------------------------------------------------------------------
 # Arguments and events
 

@@ -262,6 +262,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         self.ignore_preferred_terms_of_existing_pods = bool(a.get("ignorePreferredTermsOfExistingPods", False))
         self._index: Index | None = None
         self._ns_informer: Any = None
+        # namespace -> (the informer's Namespace object, its labels, their frozenset or None)
+        self._ns_memo: dict[str, tuple[Any, dict[str, str], frozenset[tuple[str, str]] | None]] = {}
         informers = getattr(handle, "informers", None) if handle is not None else None
         if informers is not None:
             self._ns_informer = informers.informer("Namespace")
@@ -305,11 +307,26 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
 
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
         """GetNamespaceLabelsSnapshot: the namespace's labels, empty if it is not known."""
+        return self._namespace_labels_and_key(namespace)[0]
+
+    def _namespace_labels_and_key(self, namespace: str) -> tuple[dict[str, str], frozenset[tuple[str, str]] | None]:
+        """The namespace's labels (shared: not to be modified) and their frozenset (None when
+        there are none), made once per Namespace object the informer holds."""
         inf = self._ns_informer
         if inf is None:
-            return _EMPTY
+            return _EMPTY, None
         ns = inf.get(namespace)
-        return dict(ns.labels) if ns is not None else _EMPTY
+        if ns is None:
+            return _EMPTY, None
+        memo = self._ns_memo.get(namespace)
+        if memo is not None and memo[0] is ns:
+            return memo[1], memo[2]
+        labels = dict(ns.labels)
+        key = frozenset(labels.items()) if labels else None
+        if len(self._ns_memo) >= 1024:
+            self._ns_memo.clear()
+        self._ns_memo[namespace] = (ns, labels, key)
+        return labels, key
 
     def _resolve(self, t: PodAffinityTerm, weight: int = 0) -> _Term:
         sel = t.namespace_selector
@@ -345,11 +362,10 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 # an empty node list and skips).
                 return None, Status.skip()
         idx = self.index(nodes.infos)
-        ns_labels = self._namespace_labels(pod.namespace)
+        ns_labels, nsl_key = self._namespace_labels_and_key(pod.namespace)
 
         # Existing pods' required anti-affinity terms that match the incoming pod.
         existing: dict[str, np.ndarray] = {}
-        nsl_key = frozenset(ns_labels.items()) if ns_labels else None
         q = idx.query(idx.terms, ("existing-anti", pod.namespace, pod_keys(pod)[0], nsl_key),
                       lambda g: g.kind == KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels),
                       weight_own_key)
@@ -478,7 +494,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 # empty node list and skips).
                 return Status.skip()
         idx = self.index(nodes.infos)
-        ns_labels = self._namespace_labels(pod.namespace)
+        ns_labels, nsl_key = self._namespace_labels_and_key(pod.namespace)
         score: dict[str, np.ndarray] = {}
         touched = False
         # The incoming pod's preferred terms, matched by existing pods.
@@ -491,7 +507,6 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                     add_into(score, t.key, agg.arr, sign * wt.weight)
         # Existing pods' terms matched by the incoming pod.
         hard = self.hard_pod_affinity_weight
-        nsl_key = frozenset(ns_labels.items()) if ns_labels else None
 
         def weight(g: TermGroup, key: str) -> int | None:
             if g.term.topology_key != key:
