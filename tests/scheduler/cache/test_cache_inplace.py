@@ -263,3 +263,32 @@ def test_what_counts_as_unchanged() -> None:
     assert not unchanged_for_cache(p, moved)
     done = p.with_status({**p.raw, "status": {"phase": "Succeeded"}})
     assert not unchanged_for_cache(p, done)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["plain", "affinity", "anti"]), min_size=1, max_size=8), st.data())
+def test_node_info_replace_pod_swaps_exactly_that_pod(kinds: list[str], data: st.DataObject) -> None:
+    """NodeInfo.replace_pod (a confirmation) puts the new info where the old one was in every
+    list that held it, and nothing else moves."""
+    from ksched.scheduler.framework.types import NodeInfo, PodInfo
+
+    aff = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}}]}}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}]}}
+    ni = NodeInfo()
+    ni.set_node(make_node("n"))
+    infos = []
+    for i, k in enumerate(kinds):
+        pi = PodInfo(make_pod(f"p{i}", uid=f"u{i}", node_name="n",
+                              affinity=aff if k == "affinity" else anti if k == "anti" else None))
+        ni.add_pod(pi)
+        infos.append(pi)
+    j = data.draw(st.integers(0, len(infos) - 1))
+    old = infos[j]
+    new = old.with_pod(old.pod.shallow_copy())
+    want = [[new if x is old else x for x in lst]
+            for lst in (ni.pods, ni.pods_with_affinity, ni.pods_with_required_anti_affinity)]
+    ni.replace_pod(old, new)
+    got = [ni.pods, ni.pods_with_affinity, ni.pods_with_required_anti_affinity]
+    assert [[id(x) for x in lst] for lst in got] == [[id(x) for x in lst] for lst in want]

@@ -239,9 +239,10 @@ class NodeInfo:
     def replace_pod(self, old: PodInfo, new: PodInfo) -> None:
         """Swap a pod's info for a newer object of the same pod with the same requests, ports
         and volumes (an assumed pod confirmed by the informer)."""
+        # Searched from the end: the pod confirmed is usually the one added last.
         for lst in (self.pods, self.pods_with_affinity, self.pods_with_required_anti_affinity):
-            for i, x in enumerate(lst):
-                if x is old:
+            for i in range(len(lst) - 1, -1, -1):
+                if lst[i] is old:
                     lst[i] = new
                     break
 
