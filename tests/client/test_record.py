@@ -49,3 +49,43 @@ def test_the_recorders_events_are_valid_and_not_validated_again(store: Store,
     assert seen == ["Pod", "Pod"]
     events = store.items("Event")
     assert len(events) == 2 and all(validate(e.raw) == [] for e in events)
+
+
+def test_repeats_are_recognized_in_an_lru_cache_of_upstreams_size(store: Store) -> None:
+    """As upstream's eventLogger (events_cache.go, maxLruCacheEntries = 4096): a repeat refreshes
+    its key; the least recently seen key is forgotten when the cache is full, and a repeat of it
+    is a new Event."""
+    from ksched.client.record import MAX_LRU_CACHE_ENTRIES
+
+    assert MAX_LRU_CACHE_ENTRIES == 4096
+    pods = [store.create(mkpod(f"p{i}")) for i in range(4)]
+    rec = EventRecorder(InProcessClient(store), store.clock)
+    assert rec.max_keys == 4096
+    rec.max_keys = 3
+    for p in pods[:3]:
+        rec.event(p, "Normal", "Scheduled", "Binding", "ok")
+    rec.event(pods[0], "Normal", "Scheduled", "Binding", "ok")  # p0 refreshed: p1 is now the oldest
+    rec.event(pods[3], "Normal", "Scheduled", "Binding", "ok")  # the cache is full: p1 forgotten
+    rec.event(pods[0], "Normal", "Scheduled", "Binding", "ok")  # still known: counted
+    rec.event(pods[1], "Normal", "Scheduled", "Binding", "ok")  # forgotten: a new Event (p2 forgotten)
+    rec.event(pods[2], "Normal", "Scheduled", "Binding", "ok")  # forgotten too: a new Event
+    counts: dict[str, list[int]] = {}
+    for e in store.items("Event"):
+        assert isinstance(e, Event)
+        counts.setdefault(e.involved_object["name"], []).append(e.count)
+    assert {k: sorted(v) for k, v in counts.items()} == {"p0": [3], "p1": [1, 1], "p2": [1, 1], "p3": [1]}
+    assert len(rec._seen) == 3
+
+
+def test_a_repeat_in_a_later_instant_carries_that_instants_time(store: Store) -> None:
+    from ksched.api.meta import format_time
+
+    pod = store.create(mkpod("web"))
+    rec = EventRecorder(InProcessClient(store), store.clock)
+    rec.event(pod, "Normal", "Scheduled", "Binding", "ok")
+    first = format_time(store.clock.now())
+    store.clock.advance(90)
+    rec.event(pod, "Normal", "Scheduled", "Binding", "ok")
+    (e,) = store.items("Event")
+    assert e.raw["firstTimestamp"] == first
+    assert e.raw["lastTimestamp"] == format_time(store.clock.now()) != first

@@ -1,6 +1,17 @@
 """Event recording (``k8s.io/client-go/tools/record``): core/v1 Events about an object, with the
 aggregation an event broadcaster does (a repeat of the same event bumps its count). Best effort:
-an event the API refuses is dropped, as upstream's broadcaster drops it."""
+an event the API refuses is dropped, as upstream's broadcaster drops it.
+
+Repeats are recognized as upstream's ``eventLogger`` (``events_cache.go``) does: by the event's
+key in a least-recently-used cache of ``MAX_LRU_CACHE_ENTRIES`` (4096, upstream's
+``maxLruCacheEntries``); a repeat refreshes its key, and the least recently seen key is
+forgotten when the cache is full (a repeat after that is a new Event).
+
+Divergences: the key is (involved object's uid, or its key without one; reason; message) within
+one recorder (one source component), not upstream's joined string of source, object, type,
+reason and message; the EventAggregator (similar events combined after 10 in 10 minutes) and the
+spam filter (25 per object, refilled every 5 minutes) are not simulated.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +22,9 @@ from typing import Any
 from ksched.api.errors import ApiError
 from ksched.api.meta import KubeObject, format_time
 
-__all__ = ["EventRecorder"]
+__all__ = ["MAX_LRU_CACHE_ENTRIES", "EventRecorder"]
+
+MAX_LRU_CACHE_ENTRIES = 4096
 
 log = logging.getLogger(__name__)
 
@@ -24,15 +37,26 @@ class EventRecorder:
         self.component = component
         self.enabled = enabled
         self.deterministic_names = deterministic_names or getattr(clock, "virtual", False)
+        # Event key -> (the Event's name, its count), least recently seen first (an LRU cache).
         self._seen: dict[tuple[str, str, str], tuple[str, int]] = {}
+        self.max_keys = MAX_LRU_CACHE_ENTRIES
         self._counter = 0
         # Deterministic names carry a tag of the component, so two recorders (the scheduler's,
         # a controller's) never pick the same name for events about one object.
         self._tag = zlib.crc32(component.encode()) & 0xFFFF
         self.recorded = 0
+        self._stamp: tuple[float | None, str] = (None, "")  # the last instant, formatted
         # The in-process client can take ownership of the manifests we build (no copy), which are
         # valid Events (a name, an involvedObject): its store need not validate them again.
         self._owned = {"owned": True, "validated": True} if hasattr(client, "store") else {}
+
+    def _format(self, now: float) -> str:
+        """``format_time(now)``, made once per instant (events come in bursts of one instant)."""
+        at, text = self._stamp
+        if at != now:
+            text = format_time(now)
+            self._stamp = (now, text)
+        return text
 
     def event(self, obj: KubeObject, etype: str, reason: str, action: str, message: str) -> None:
         if not self.enabled:
@@ -40,12 +64,12 @@ class EventRecorder:
         self.recorded += 1
         now = self.clock.now()
         key = (obj.uid or obj.key, reason, message)
-        seen = self._seen.get(key)
+        seen = self._seen.pop(key, None)  # (put back below: the most recently seen key)
         try:
             if seen is not None:
                 name, count = seen
                 self.client.patch("Event", obj.namespace or "default", name,
-                                  {"count": count + 1, "lastTimestamp": format_time(now)})
+                                  {"count": count + 1, "lastTimestamp": self._format(now)})
                 self._seen[key] = (name, count + 1)
                 return
             # Upstream names events "<object>.<unix nanoseconds in hex>"; a counter keeps names
@@ -54,7 +78,7 @@ class EventRecorder:
             suffix = f"{self._tag:04x}{self._counter:012x}" if self.deterministic_names else \
                 f"{int(now * 1e9) + self._counter:x}"
             name = f"{obj.name}.{suffix}"
-            ts = format_time(now)
+            ts = self._format(now)
             self.client.create({
                 "apiVersion": "v1",
                 "kind": "Event",
@@ -72,9 +96,10 @@ class EventRecorder:
                 "reportingComponent": self.component,
                 "reportingInstance": self.component,
             }, **self._owned)
-            if len(self._seen) > 100_000:
-                self._seen.clear()
-            self._seen[key] = (name, 1)
+            seen_keys = self._seen
+            if len(seen_keys) >= self.max_keys:
+                del seen_keys[next(iter(seen_keys))]  # the least recently seen
+            seen_keys[key] = (name, 1)
         except ApiError as e:
             # Events are best effort, as upstream's broadcaster.
             log.debug("event %s for %s not recorded: %s", reason, obj.key, e)
