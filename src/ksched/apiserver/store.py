@@ -227,6 +227,10 @@ class Store:
         # generic create steps, none of which changes them (:meth:`_create_event`); False: the
         # generic path (the reference).
         self.direct_events = True
+        # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
+        # without the generic patch and update steps, none of which changes it
+        # (:meth:`_patch_pod_status`); False: the generic path (the reference).
+        self.direct_pod_status = True
         self._event_time: tuple[str, float | None] = ("", None)
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
@@ -876,6 +880,14 @@ class Store:
         is written: it may refuse (raise) or change it (the HTTP front's field validation).
         ``owned``: the caller hands a merge patch of a pod over (built for this call, not touched
         again, its values never mutated): they become the new version's without a copy."""
+        if owned and subresource == "status" and check is None and content_type == MERGE_PATCH \
+                and self.direct_pod_status and (kind == "Pod" or kind is Pod) and type(patch) is dict \
+                and len(patch) == 1 and type(patch.get("status")) is dict:
+            with self._lock:
+                written = self._patch_pod_status(namespace, name, patch["status"])
+            if written is not None:
+                self._written()
+                return written
         cls = self._resolve_kind(kind)
         with self._lock:
             old = self._bucket(cls).get(self._key(cls, namespace, name))
@@ -910,6 +922,47 @@ class Store:
             obj = self._update_unlocked(new_raw, subresource, check_rv=check, cls=cls)
         self._written()
         return obj
+
+    def _patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> Pod | None:
+        """``pods/status`` merge patch ``{"status": status}`` handed over (``owned``) whose values
+        are plain (none is an object: no nested merge) on a stored pod that is not being deleted
+        and whose manifest has its own kind, apiVersion, name, namespace and resourceVersion:
+        what the generic patch gives it (the new status is the old one with the patch's keys
+        set or, for null, removed, in the same key order; nothing else changes, so nothing is
+        validated; an unchanged status is no write), without the generic steps. Anything else
+        (None) takes the generic path, untouched. Called under the lock."""
+        old = self._objects["Pod"].get(f"{namespace}/{name}")
+        if type(old) is not Pod or old.deletion_timestamp is not None:
+            return None
+        raw = old.raw
+        md = raw.get("metadata")
+        if type(md) is not dict or raw.get("kind") != "Pod" or "apiVersion" not in raw \
+                or md.get("resourceVersion") != old.resource_version or md.get("name") != name \
+                or md.get("namespace") != namespace:
+            return None
+        ostatus = raw.get("status")
+        new_status = dict(ostatus) if isinstance(ostatus, dict) else {}
+        for k, v in status.items():
+            if v is None:
+                new_status.pop(k, None)
+            elif type(v) is dict:
+                return None  # merged recursively: the generic path
+            else:
+                new_status[k] = v
+        if "status" in raw and new_status == ostatus:
+            return old  # no change, no new resourceVersion
+        new_raw = dict(raw)
+        new_raw["status"] = new_status
+        new_md = dict(md)
+        new_raw["metadata"] = new_md
+        try:
+            new = old.with_status(new_raw)
+        except (TypeError, AttributeError, ValueError):
+            return None  # a status that does not parse: the generic path refuses it
+        rv = self._next_rv()
+        new_md["resourceVersion"] = new.resource_version = str(rv)
+        self._commit(Pod, MODIFIED, old, new, rv)
+        return new
 
     # ------------------------------------------------------------------ delete
 
