@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core_helpers import Env, FakeFit, config, profile_cfg
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -160,3 +162,38 @@ def test_pods_of_other_schedulers_still_count_in_the_cache():
     env.run()
     assert env.node_of("mine") == ""
     assert isinstance(env.sched.cache.get_pod(env.pod("theirs")), Pod)
+
+
+_REQS = st.sampled_from([None, {"cpu": "100m"}, {"cpu": "200m", "memory": "1Gi"}, {"cpu": "50m"}])
+
+
+def _pod_manifest(labels: dict[str, str], req: dict[str, str] | None, status: dict[str, Any]) -> dict[str, Any]:
+    ct: dict[str, Any] = {"name": "c", "image": "i"}
+    if req is not None:
+        ct["resources"] = {"requests": req}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": labels},
+            "spec": {"nodeName": "n1", "containers": [ct]}, "status": status}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([{}, {"app": "a"}, {"app": "b"}]), st.sampled_from([{}, {"app": "a"}, {"app": "b"}]),
+       _REQS, _REQS, st.sampled_from(["status write", "full parse", "same labels object"]),
+       st.sampled_from([{}, {"phase": "Running"}]))
+def test_assigned_update_action_shortcut_agrees_with_comparing_requests(
+        labels_a: dict[str, str], labels_b: dict[str, str], req_a: dict[str, str] | None,
+        req_b: dict[str, str] | None, how: str, status: dict[str, Any]) -> None:
+    """An assigned pod's update action: the shortcut for a status write (the very parsed spec
+    parts, so the same requests) gives what comparing the requests gives, for any pair."""
+    from ksched.scheduler.eventhandlers import _assigned_update_action
+
+    old = Pod(_pod_manifest(labels_a, req_a, {}))
+    if how == "status write":
+        raw = dict(old.raw)
+        raw["status"] = status
+        new = old.with_status(raw)
+    elif how == "same labels object":
+        new = Pod(_pod_manifest(labels_b, req_b, status))
+        new.labels = old.labels
+    else:
+        new = Pod(_pod_manifest(labels_b, req_b, status))
+    assert _assigned_update_action(old, new) == _assigned_update_action(old, new, shortcut=False)

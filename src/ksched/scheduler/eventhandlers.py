@@ -113,8 +113,11 @@ def add_all_event_handlers(sched: EventTarget) -> None:
             sched.cache.update_pod(old, new)
         except CacheError as e:
             log.error("scheduler cache update_pod failed: %s", e)
-        ev = ClusterEvent(EventResource.ASSIGNED_POD, _assigned_update_action(old, new), "AssignedPodUpdate")
-        if ev.action & ActionType.UPDATE_POD_SCALE_DOWN:
+        action = _assigned_update_action(old, new)
+        ev = _ASSIGNED_POD_UPDATE.get(action)
+        if ev is None:
+            ev = _ASSIGNED_POD_UPDATE[action] = ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate")
+        if action & ActionType.UPDATE_POD_SCALE_DOWN:
             sched.queue.move_all_to_active_or_backoff(ev, old, new)
         else:
             sched.queue.assigned_pod_added(new, ev)
@@ -215,16 +218,31 @@ def add_all_event_handlers(sched: EventTarget) -> None:
         ))
 
 
-def _assigned_update_action(old: Pod, new: Pod) -> ActionType:
+# The ClusterEvent of an assigned pod's update, per action (immutable: one object each).
+_ASSIGNED_POD_UPDATE: dict[ActionType, ClusterEvent] = {}
+
+
+def _same_requests_source(old: Pod, new: Pod) -> bool:
+    """The very parsed parts ``pod_requests`` reads (a status write shares them:
+    ``Pod.with_status``), so the requests are equal without adding them up."""
+    return (old.containers is new.containers and old.init_containers is new.init_containers
+            and old.overhead is new.overhead and old.pod_level_requests is new.pod_level_requests)
+
+
+def _assigned_update_action(old: Pod, new: Pod, shortcut: bool = True) -> ActionType:
+    """What an assigned pod's update changed (upstream's ``PodSchedulingPropertiesChange`` as
+    far as assigned pods go). ``shortcut=False``: the requests are always compared (the
+    reference for a status write sharing the parsed spec)."""
     from ksched.api.resources import pod_requests
 
     action = ActionType.NONE
-    if old.labels != new.labels:
+    if old.labels is not new.labels and old.labels != new.labels:
         action |= ActionType.UPDATE_POD_LABEL
-    a = pod_requests(old)
-    b = pod_requests(new)
-    if any(b.get(k, 0) < v for k, v in a.items()):
-        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    if not (shortcut and _same_requests_source(old, new)):
+        a = pod_requests(old)
+        b = pod_requests(new)
+        if any(b.get(k, 0) < v for k, v in a.items()):
+            action |= ActionType.UPDATE_POD_SCALE_DOWN
     if action == ActionType.NONE:
         action = ActionType.UPDATE_POD_OTHER
     return action
