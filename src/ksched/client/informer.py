@@ -509,6 +509,15 @@ class SharedInformer:
             for h in self.handlers:
                 h.update(old, new)
             return
+        if len(skips) == 1:  # (the common case: one predicate, shared)
+            if not skips[0](old, new):
+                for h in self.handlers:
+                    h.update(old, new)
+                return
+            for h in self.handlers:
+                if h.skip_update is None:
+                    h.update(old, new)
+            return
         skipped = {s for s in skips if s(old, new)}
         for h in self.handlers:
             if h.skip_update is None or h.skip_update not in skipped:
