@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ksched.api.gpu import (
+    ANNOTATION_GPU_COUNT,
     ANNOTATION_GPU_INDEX,
+    ANNOTATION_GPU_MILLI,
     GpuAssignment,
     GpuSpecError,
     gpu_free_on_node,
@@ -86,6 +88,9 @@ class GpuShareAdmitHandler:
         self.get_node = get_node
 
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
+        ann = attrs.pod.annotations
+        if ANNOTATION_GPU_MILLI not in ann and ANNOTATION_GPU_COUNT not in ann:
+            return ADMITTED  # asks for no GPU (what gpu_share_admit answers, node or not)
         node = self.get_node()
         if node is None:
             return ADMITTED
