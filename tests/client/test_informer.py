@@ -15,6 +15,8 @@ from api_objects import mkpod
 from ksched.api.errors import ApiError
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod
+from ksched.api.watch import WatchEvent
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import (
@@ -23,6 +25,7 @@ from ksched.client.informer import (
     EventHandler,
     Indexer,
     InformerFactory,
+    Reflector,
     SharedInformer,
 )
 from ksched.client.interface import ClusterClient
@@ -563,3 +566,36 @@ def test_a_reflector_notifies_once_it_has_listed(store: Store) -> None:
     inf.reflector.list_and_watch()
     assert seen and seen[-1] is True
     inf.reflector.stop()
+
+
+
+def _watch_event(t: str, name: str, rv: int, with_rv: bool) -> WatchEvent:
+    if t == "BOOKMARK":
+        return WatchEvent("BOOKMARK", None, rv)
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if with_rv:
+        md["resourceVersion"] = str(rv)
+    return WatchEvent(t, Pod({"apiVersion": "v1", "kind": "Pod", "metadata": md,
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}), rv)
+
+
+_WATCH_EVENTS = st.lists(st.builds(_watch_event, st.sampled_from(["ADDED", "MODIFIED", "DELETED", "DELETED", "BOOKMARK"]),
+                                   st.sampled_from(["a", "b", "c"]), st.integers(1, 50), st.booleans()), max_size=12)
+
+
+def _reflector_state(r: Reflector) -> Any:
+    return (r.last_rv, list(r.fifo._queue),
+            {k: [(t, o.resource_version) for t, o in d] for k, d in r.fifo._items.items()})
+
+
+@settings(max_examples=150, deadline=None)
+@given(_WATCH_EVENTS)
+def test_a_polled_batch_of_watch_events_fills_the_fifo_as_one_at_a_time(evs: list[WatchEvent]) -> None:
+    """``Reflector._handle_all`` (a poll's batch, one lock) leaves the FIFO and the last
+    resourceVersion as ``_handle`` of each event in turn does."""
+    one = Reflector(None, "Pod", DeltaFIFO(lambda: [], lambda k: None))  # type: ignore[arg-type]
+    batch = Reflector(None, "Pod", DeltaFIFO(lambda: [], lambda k: None))  # type: ignore[arg-type]
+    for ev in evs:
+        one._handle(ev)
+    batch._handle_all(evs)
+    assert _reflector_state(batch) == _reflector_state(one)

@@ -393,6 +393,29 @@ class Reflector:
             self.fifo.delete(obj)
         self.last_rv = obj.resource_version if obj is not None and obj.resource_version else str(ev.resource_version)
 
+    def _handle_all(self, evs: list[Any]) -> None:
+        """``_handle`` of each event in turn, the FIFO's lock taken once for them all (a
+        non-blocking poll's batch)."""
+        fifo = self.fifo
+        add = fifo._add
+        with fifo._lock:
+            for ev in evs:
+                t = ev.type
+                if t == "BOOKMARK":
+                    self.last_rv = str(ev.resource_version)
+                    continue
+                if t == "ERROR":
+                    raise Gone("watch error")
+                obj = ev.object
+                if t == "ADDED":
+                    add(ADDED, obj)
+                elif t == "MODIFIED":
+                    add(UPDATED, obj)
+                elif t == "DELETED":
+                    add(DELETED, obj)
+                self.last_rv = obj.resource_version if obj is not None and obj.resource_version \
+                    else str(ev.resource_version)
+
     def _resume(self) -> None:
         """The watch ended: watch again from the last version seen; relist if it is too old."""
         try:
@@ -410,8 +433,8 @@ class Reflector:
         n = 0
         try:
             evs = w.drain()
-            for ev in evs:
-                self._handle(ev)
+            if evs:
+                self._handle_all(evs)
             n += len(evs)
             if w.closed:
                 self._resume()
