@@ -15,8 +15,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.api.test_pod_with_status import structure
 
 from ksched.api.errors import ApiError
+from ksched.api.pod import Pod
 from ksched.api.scheme import Scheme
 from ksched.api.validation import validate
 from ksched.apiserver.store import Store
@@ -193,3 +195,87 @@ def test_a_validated_pod_is_stored_or_refused_exactly_as_any_other(raw: dict[str
     copy_a, copy_b = yaml.safe_load(yaml.safe_dump(raw)), yaml.safe_load(yaml.safe_dump(raw))
     assert outcome(cluster(), copy_a, validated=True, existing=existing) == outcome(cluster(), copy_b,
                                                                                   existing=existing)
+
+
+# ---------------------------------------------------------------- one typed object per loaded pod
+
+_AFFINITY = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "a"}},
+                                        "topologyKey": "kubernetes.io/hostname"}}]},
+    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}]}}}
+_SPREAD = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "a"}}, "matchLabelKeys": ["app"]}]
+
+
+@st.composite
+def loaded_pods(draw: st.DrawFn) -> dict[str, Any]:
+    """``pods()`` with what the loader's parse shares when the store takes it: labels, an
+    affinity (whose namespace defaults), volumes (named after the pod), spread constraints, a
+    pod without a namespace, scheduling gates (admission adds a condition), a status."""
+    raw = draw(pods())
+    md, spec = raw["metadata"], raw["spec"]
+    if draw(st.booleans()):
+        md["labels"] = {"app": "a"}
+    if draw(st.integers(0, 3)) == 0:
+        del md["namespace"]
+    if draw(st.booleans()):
+        spec["affinity"] = _AFFINITY
+    if draw(st.booleans()):
+        spec["topologySpreadConstraints"] = _SPREAD
+    if draw(st.booleans()):
+        spec["volumes"] = [{"name": "data", "emptyDir": {}}, {"name": "scratch", "ephemeral": {
+            "volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+                                             "resources": {"requests": {"storage": "1Gi"}}}}}}]
+    if draw(st.integers(0, 3)) == 0:
+        spec["schedulingGates"] = [{"name": "wait"}]
+    if draw(st.integers(0, 3)) == 0:
+        spec["nodeName"] = "n1"
+    if draw(st.integers(0, 3)) == 0:
+        raw["status"] = {"phase": draw(st.sampled_from(["Pending", "Running"])),
+                         "conditions": [{"type": "Ready", "status": "False"}]}
+    return raw
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(loaded_pods(), st.booleans())
+def test_a_loaded_pod_handed_over_is_stored_as_its_manifest_would_be(raw: dict[str, Any], existing: bool) -> None:
+    """The store given the loader's typed pod (owned, validated) shares its parse where admission
+    leaves the containers alone (``Pod.admitted``); the stored manifest, the refusal and every
+    attribute of the stored object are those of a full parse (the reference path: the manifest
+    alone, or ``share_loaded_parse=False``)."""
+    assume(validate(raw) == [])
+    a, b, c = (yaml.safe_load(yaml.safe_dump(raw)) for _ in range(3))
+    loaded = Pod(a)
+    shared = cluster()
+    plain = cluster()
+    off = cluster()
+    off.share_loaded_parse = False
+    try:
+        got = shared.create(loaded, owned=True, validated=True, existing=existing)
+    except ApiError as e:
+        got_outcome: Any = (type(e).__name__, e.message)
+    else:
+        got_outcome = got.raw
+        assert structure(got) == structure(Pod(got.raw))  # every attribute, recursively
+        assert got.key == f"{got.namespace}/{got.name}"
+    assert got_outcome == outcome(plain, b, validated=True, existing=existing)
+    assert got_outcome == outcome(off, Pod(c), validated=True, existing=existing)
+
+
+def test_the_stored_pod_shares_the_loaders_containers_only_where_admission_keeps_them() -> None:
+    s = cluster()
+    plain = Pod(pod("plain", "default", affinity=_AFFINITY))
+    limited = Pod(pod("limited", "limited"))
+    kata = Pod(pod("kata", "default", runtimeClassName="kata"))
+    no_ns = Pod(pod("no-ns", None, affinity=_AFFINITY))
+    stored = [s.create(p, owned=True, validated=True) for p in (plain, limited, kata, no_ns)]
+    assert stored[0].containers is plain.containers and stored[0].affinity is plain.affinity
+    assert stored[1].containers is not limited.containers  # LimitRanger set its limits
+    assert stored[1].containers[0].limits == {"cpu": 500, "memory": 128 * 2**20}
+    assert stored[2].containers is not kata.containers and stored[2].overhead == {"cpu": 250}
+    assert stored[3].containers is no_ns.containers
+    assert stored[3].affinity is not no_ns.affinity  # parsed again in its defaulted namespace
+    assert stored[3].namespace == "default"
+    assert stored[0] is not plain  # a new object: the caller's is as the loader made it
+    assert plain.namespace == "default" and plain.resource_version == ""

@@ -266,6 +266,43 @@ class Pod(KubeObject):
         new._cache = None
         return new
 
+    def admitted(self, raw: dict[str, Any]) -> Pod:
+        """``Pod(raw)`` for this pod's own manifest (``raw is self.raw``) after the API server's
+        defaulting and admission changed it in place, provided they left its containers, init
+        containers and overhead alone (no LimitRanger default, no RuntimeClass: defaulting only
+        copies limits to missing requests, which parsing does too, and sets fields a ``Container``
+        does not read): the parsed containers are shared, the volumes while the name is the same
+        and the affinity while the namespace is; the metadata and the rest of the spec and status
+        are read again (namespace default, priority, tolerations, conditions). The store's create
+        of a pod the loader parsed (``Store.create(pod, owned=True, validated=True)``)."""
+        new = Pod.__new__(Pod)
+        KubeObject.__init__(new, raw)
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        new.node_name = spec.get("nodeName") or ""
+        new.scheduler_name = spec.get("schedulerName") or "default-scheduler"
+        aff = spec.get("affinity")
+        if not aff:
+            new.affinity = None
+        elif self.affinity is not None and new.namespace == self.namespace:
+            new.affinity = self.affinity
+        else:
+            new.affinity = Affinity(aff, new.namespace, new.labels)
+        new.volumes = self.volumes if new.name == self.name else tuple(
+            Volume(v, new.name) for v in spec.get("volumes") or ())
+        new.containers = self.containers
+        new.init_containers = self.init_containers
+        new.overhead = resource_map(spec.get("overhead"))
+        pod_res = spec.get("resources") or {}
+        plr = resource_map(pod_res.get("requests"))
+        for k, v in resource_map(pod_res.get("limits")).items():
+            plr.setdefault(k, v)
+        new.pod_level_requests = plr
+        new.phase = status.get("phase") or PHASE_PENDING
+        new._decode_rest(spec, status)
+        new._cache = None
+        return new
+
     # ---- derived values, computed once per object --------------------------------------
 
     def cached(self) -> dict[str, Any]:

@@ -122,13 +122,18 @@ def _group(cls: type[KubeObject]) -> str:
     return cls.API_VERSION.rpartition("/")[0]
 
 
-def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None = None) -> KubeObject:
+def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None = None,
+           admitted_from: Pod | None = None) -> KubeObject:
     """The typed object of a validated manifest; a shape validation does not check (a status of
     the wrong type) is refused as invalid rather than crashing the write. ``same_spec_as``: a
-    stored pod with the same metadata and spec (a status write), whose parsed parts are shared."""
+    stored pod with the same metadata and spec (a status write), whose parsed parts are shared.
+    ``admitted_from``: the caller's parse of this very manifest before admission left its
+    containers as they were (``Pod.admitted``)."""
     try:
         if same_spec_as is not None:
             return same_spec_as.with_status(raw)
+        if admitted_from is not None:
+            return admitted_from.admitted(raw)
         return cls.from_dict(raw)
     except (TypeError, AttributeError, ValueError) as e:
         md = raw.get("metadata") or {}
@@ -231,6 +236,10 @@ class Store:
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
         self.direct_pod_status = True
+
+        # A validated Pod handed over (the loader's) gives its parse (:meth:`create`); False:
+        # its manifest is parsed again as any other's (the reference).
+        self.share_loaded_parse = True
         self._event_time: tuple[str, float | None] = ("", None)
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
@@ -477,7 +486,15 @@ class Store:
         manifest passed :func:`ksched.api.validation.validate` as it is given (the loader did, so
         its errors name the file and document; the event recorder builds valid Events); a pod is
         then validated again only where admission may have made it invalid (LimitRanger,
-        RuntimeClass, a generated name), an Event not at all."""
+        RuntimeClass, a generated name), an Event not at all. A validated ``Pod`` handed over
+        (``owned`` and ``validated``: the loader's typed object) gives the store its manifest
+        and its parse: where admission leaves the pod's containers alone the stored object
+        shares the parsed containers, volumes and affinity (``Pod.admitted``) instead of parsing
+        the manifest again; the caller's object is not used after the call."""
+        loaded: Pod | None = None
+        if owned and validated and isinstance(obj, Pod) and namespace is None and not existing \
+                and self.share_loaded_parse:
+            loaded, obj = obj, obj.raw
         if owned and validated and namespace is None and not existing and self.direct_events \
                 and isinstance(obj, dict) and obj.get("kind") == "Event":
             with self._lock:
@@ -496,7 +513,7 @@ class Store:
                                      "on the request")
                 md["namespace"] = namespace
         with self._lock:
-            obj = self._create_unlocked(raw, existing, validated and namespace is None)
+            obj = self._create_unlocked(raw, existing, validated and namespace is None, loaded)
         self._written()
         return obj
 
@@ -550,7 +567,8 @@ class Store:
             raise BadRequest(str(UnknownKindError(str(av or ""), str(kind or ""))))
         return cls
 
-    def _create_unlocked(self, raw: dict[str, Any], existing: bool = False, validated: bool = False) -> KubeObject:
+    def _create_unlocked(self, raw: dict[str, Any], existing: bool = False, validated: bool = False,
+                         loaded: Pod | None = None) -> KubeObject:
         cls = self._kind_of(raw)
         raw.setdefault("apiVersion", cls.API_VERSION)
         md = raw.get("metadata")
@@ -630,7 +648,10 @@ class Store:
             md["generation"] = 1
         if cls is CustomResourceDefinition:
             raw["status"] = crd_status(raw, self.scheme.names_conflict(CustomResourceDefinition.from_dict(raw)))
-        obj = _parse(cls, raw)
+        # A pod the caller parsed, valid as admission left it (so neither LimitRanger nor
+        # RuntimeClass changed it, nor a generated name): its parsed containers are still right.
+        share = loaded is not None and validated and cls is Pod and loaded.raw is raw and not existing
+        obj = _parse(cls, raw, admitted_from=loaded if share else None)
         if cls is Pod:
             raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         charges: list[tuple[ResourceQuota, Any]] = []

@@ -24,6 +24,7 @@ from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError
 from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod
 from ksched.api.priorityclass import system_priority_classes
 from ksched.api.serviceaccount import DEFAULT_SERVICE_ACCOUNT
 from ksched.apiserver.store import DEFAULT_NAMESPACES, Store
@@ -133,7 +134,8 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
     a copy and may change them); those a fresh cluster has are still copied, as a refused create
     falls back to merging them. ``validated``: every object passed validation as it is given
     (``ksched.api.loader.build_objects`` validates, naming file, document and field path); the
-    store then validates a pod again only where admission may have made it invalid."""
+    store then validates a pod again only where admission may have made it invalid, and a
+    ``Pod`` given with ``owned`` and ``validated`` lends the store its parse."""
     report = LoadReport()
     raws = [_raw(o) for o in objects]
     existing = set(existing)
@@ -154,8 +156,11 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
                 report.orphaned.append(_describe(raw))
         md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         key = (_kind(raw), str(md.get("namespace") or ""), str(md.get("name") or ""))
+        # A validated pod handed over goes with its parse, which the store shares (Pod.admitted).
+        given = objects[i]
+        target = given if owned and validated and isinstance(given, Pod) and given.raw is raw else raw
         try:
-            store.create(raw, existing=is_existing, owned=owned and not _fresh_cluster_object(raw),
+            store.create(target, existing=is_existing, owned=owned and not _fresh_cluster_object(raw),
                          validated=validated)
             created.add(key)
         except AlreadyExists as e:
