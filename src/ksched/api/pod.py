@@ -232,12 +232,22 @@ class Pod(KubeObject):
         self.pod_level_requests: dict[str, int] = plr
         self.phase: str = status.get("phase") or PHASE_PENDING
 
-    def _decode_rest(self, spec: dict[str, Any], status: dict[str, Any]) -> None:
+    def _decode_rest(self, spec: dict[str, Any], status: dict[str, Any], loaded: Pod | None = None) -> None:
         self.node_selector: dict[str, str] = spec.get("nodeSelector") or {}
-        self.tolerations: tuple[Toleration, ...] = tuple(
-            Toleration.from_dict(t) for t in spec.get("tolerations") or ())
-        self.topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = tuple(
-            TopologySpreadConstraint(c, self.labels) for c in spec.get("topologySpreadConstraints") or ())
+        tols = spec.get("tolerations") or ()
+        if loaded is not None and len(tols) >= len(loaded.tolerations):
+            # (admitted) admission only appends tolerations (DefaultTolerationSeconds's).
+            self.tolerations: tuple[Toleration, ...] = loaded.tolerations + tuple(
+                Toleration.from_dict(t) for t in tols[len(loaded.tolerations):])
+        else:
+            self.tolerations = tuple(Toleration.from_dict(t) for t in tols)
+        if loaded is not None and loaded.labels == self.labels:
+            # (admitted) the constraints and the labels they read are as the loader parsed them.
+            self.topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = \
+                loaded.topology_spread_constraints
+        else:
+            self.topology_spread_constraints = tuple(
+                TopologySpreadConstraint(c, self.labels) for c in spec.get("topologySpreadConstraints") or ())
         prio = spec.get("priority")
         self.priority: int = int(prio) if prio is not None else 0
         self.priority_class_name: str = spec.get("priorityClassName") or ""
@@ -271,9 +281,10 @@ class Pod(KubeObject):
         defaulting and admission changed it in place, provided they left its containers, init
         containers and overhead alone (no LimitRanger default, no RuntimeClass: defaulting only
         copies limits to missing requests, which parsing does too, and sets fields a ``Container``
-        does not read): the parsed containers are shared, the volumes while the name is the same
-        and the affinity while the namespace is; the metadata and the rest of the spec and status
-        are read again (namespace default, priority, tolerations, conditions). The store's create
+        does not read): the parsed containers and spread constraints are shared, the volumes
+        while the name is the same, the affinity while the namespace is, the tolerations it had
+        (admission only appends the defaults); the metadata and the rest of the spec and status
+        are read again (namespace default, priority, appended tolerations, conditions). The store's create
         of a pod the loader parsed (``Store.create(pod, owned=True, validated=True)``)."""
         new = Pod.__new__(Pod)
         KubeObject.__init__(new, raw)
@@ -299,7 +310,7 @@ class Pod(KubeObject):
             plr.setdefault(k, v)
         new.pod_level_requests = plr
         new.phase = status.get("phase") or PHASE_PENDING
-        new._decode_rest(spec, status)
+        new._decode_rest(spec, status, self)
         new._cache = None
         return new
 
