@@ -1,6 +1,7 @@
 """ksched.sim.gcpacing: the collector's young threshold is raised inside the block (never
-lowered), the previous thresholds come back after it (also on an error, also nested), and a
-simulation runs and loads inside such a block."""
+lowered), the previous thresholds come back after it (also on an error, also nested), a
+simulation runs and loads inside such a block, and ``ksched simulate`` and the
+SimulateRealistic bench keep one block from the read to the report."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ def default_thresholds() -> Iterator[None]:
 
 def test_thresholds_are_raised_in_the_block_and_restored_after() -> None:
     with fewer_collections():
-        assert gc.get_threshold() == SIMULATION_THRESHOLDS == (100_000, 50, 1000)
-        with fewer_collections((5000, 100, 5)):  # never lowered by an inner block
-            assert gc.get_threshold() == (100_000, 100, 1000)
+        assert gc.get_threshold() == SIMULATION_THRESHOLDS == (100_000, 1000, 1000)
+        with fewer_collections((5000, 2000, 5)):  # never lowered by an inner block
+            assert gc.get_threshold() == (100_000, 2000, 1000)
         assert gc.get_threshold() == SIMULATION_THRESHOLDS
     assert gc.get_threshold() == (700, 10, 10)
     with pytest.raises(RuntimeError), fewer_collections((5000, 10, 10)):
@@ -55,4 +56,56 @@ def test_a_simulation_loads_and_runs_with_fewer_collections(monkeypatch: pytest.
     assert sim.run().scheduled == 1
     assert len(seen) >= 2 and set(seen) == {SIMULATION_THRESHOLDS}
     assert steps and set(steps) == {SIMULATION_THRESHOLDS}
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def _record_phases(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[int, int, int]]:
+    """Patch the steps of ``ksched simulate`` outside a simulation's own blocks to record the
+    thresholds each ran under."""
+    import ksched.api.loader as loader
+    import ksched.sim.report as report
+    import ksched.sim.simulation as simulation
+
+    seen: dict[str, tuple[int, int, int]] = {}
+    for mod, name in ((report, "build_report"), (report, "write_json"), (loader, "build_objects")):
+        real = getattr(mod, name)
+
+        def spy(*a: object, _real: object = real, _name: str = name, **kw: object) -> object:
+            seen[_name] = gc.get_threshold()
+            return _real(*a, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(mod, name, spy)
+    real_init = simulation.Simulation.__init__
+
+    def init(self: Simulation, *a: object, **kw: object) -> None:
+        seen["Simulation"] = gc.get_threshold()
+        real_init(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(simulation.Simulation, "__init__", init)
+    return seen
+
+
+def test_simulate_keeps_one_block_from_read_to_report(tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from ksched.cli.main import main
+    from ksched.sim.realistic import generate
+
+    d = generate(Path(str(tmp_path)) / "m", nodes=3, pods=6, apps=2)
+    seen = _record_phases(monkeypatch)
+    assert main(["simulate", "--format", "json", "-q", str(d)]) == 0
+    assert '"scheduled": 6' in capsys.readouterr().out
+    assert seen == dict.fromkeys(("build_objects", "Simulation", "build_report", "write_json"),
+                                 SIMULATION_THRESHOLDS)
+
+
+def test_the_bench_keeps_one_block_from_read_to_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksched.sim.realistic import run_simulate_realistic
+
+    seen = _record_phases(monkeypatch)
+    out = run_simulate_realistic(nodes=3, pods=6, apps=2)
+    assert out["scheduled"] == 6
+    assert seen == dict.fromkeys(("build_objects", "Simulation", "build_report", "write_json"),
+                                 SIMULATION_THRESHOLDS)
     assert gc.get_threshold() == (700, 10, 10)
