@@ -4,7 +4,8 @@ what PyYAML's safe loader gives (``ksched.api.loader``), several times faster on
 It accepts only a small, strict subset of YAML and returns ``None`` for any text outside it; the
 caller then reads that text with PyYAML, as before, which also gives the errors (line, column,
 problem) of a malformed file. The subset, line by line (``\\n`` line ends, no tabs, no ``\\r``, no
-trailing spaces; blank lines and whole-line comments are skipped):
+trailing spaces; blank lines and whole-line comments of printable characters other than NEL, LS
+and PS are skipped):
 
 * documents separated by lines that are exactly ``---`` (the first may be implicit); every
   document a block mapping starting at column 0;
@@ -44,6 +45,10 @@ _KEY = r"[A-Za-z0-9_./][A-Za-z0-9_./-]*"
 _PLAIN = r"(?:[A-Za-z0-9_./~(]|-(?=[A-Za-z0-9.]))(?:[A-Za-z0-9_./~()+=@$^;-]|:(?=[^ ])| (?=[^ #]))*"
 _VALUE = rf"{_PLAIN}|'[ -&(-~]*'|\"[ !#-\[\]-~]*\"|\{{\}}|\[\]"
 _ENTRY = re.compile(rf"( *)(- )?(?:({_KEY}):(?: ({_VALUE}))?|({_VALUE}))").fullmatch
+
+# A character of a comment that PyYAML reads as a line break (NEL, LS, PS: what follows it is
+# content) or refuses (a non-printable one): the text is declined.
+_NOT_IN_COMMENT = re.compile("[^ -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]").search
 
 _resolver = yaml.SafeLoader("")
 _tags: dict[str, str] = {}  # the implicit tag of each plain scalar seen
@@ -135,7 +140,11 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
     root: dict[str, Any] | None = None
     for line in text.split("\n"):
         if not line or line[-1] == " " or line.lstrip(" ")[:1] == "#":
-            if line.strip(" ") == "" or line.lstrip(" ")[:1] == "#":
+            if line.strip(" ") == "":
+                continue
+            if line.lstrip(" ")[:1] == "#":
+                if _NOT_IN_COMMENT(line) is not None:
+                    raise _Decline
                 continue
             raise _Decline  # trailing spaces
         if line[0] in "-.%" and (line.startswith(("---", "...", "%"))):

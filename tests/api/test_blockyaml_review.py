@@ -1,0 +1,103 @@
+"""Review of ``ksched.api.blockyaml`` (issue 17): texts on which the reader gave something else
+than PyYAML's safe loader (other documents, or documents where PyYAML raises), each now declined
+(read by PyYAML, errors included); the reader's shared state; differential fuzzing."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Any
+
+import pytest
+import yaml
+
+from ksched.api import loader
+from ksched.api.blockyaml import read_documents
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same types, dict keys in the same order (nan equals nan)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(type(x) is type(y) for x, y in zip(a, b)) and all(
+            _same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    if isinstance(a, datetime.datetime):
+        return a == b and a.utcoffset() == b.utcoffset()
+    return bool(a == b)
+
+
+def _pyyaml(text: str) -> Any:
+    """PyYAML's documents (the pure and the C safe loader, and the loader's reference path agree),
+    or the exception it raises."""
+    try:
+        docs = list(yaml.load_all(text, Loader=yaml.SafeLoader))
+    except Exception as e:
+        return e
+    assert _same(docs, list(yaml.load_all(text, Loader=yaml.CSafeLoader)))
+    assert _same(docs, list(loader._yaml_documents(text)))
+    return docs
+
+
+def _agrees(text: str) -> str:
+    """The reader's documents are PyYAML's, or the reader declines: never other documents,
+    documents where PyYAML raises, nor an exception of its own."""
+    got = read_documents(text, {})
+    if got is None:
+        return "declined"
+    want = _pyyaml(text)
+    assert not isinstance(want, Exception), (text, want)
+    assert _same(got, want), (text, got, want)
+    ids = []
+    stack = list(got)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (dict, list)):
+            ids.append(id(x))
+            stack.extend(x.values() if isinstance(x, dict) else x)
+    assert len(ids) == len(set(ids)), text  # no dict or list shared within or across documents
+    return "accepted"
+
+
+# NEL, LS and PS end a comment for PyYAML (what follows is content); non-printable characters
+# are refused anywhere.
+_COMMENTS = [
+    "x: 1\n# c\x85y: 2\n",
+    "x: 1\n# c\u2028y: 2\n",
+    "x: 1\n  # c\u2029y: 2\n",
+    "x: 1\n# c\x00\n",
+    "x: 1\n# c\x0b\n",
+    "x: 1\n# c\x0c\n",
+    "x: 1\n# c\x7f\n",
+    "x: 1\n# c\x9f\n",
+    "x: 1\n# c\ufffe\n",
+    "#\u2028\xa0\n",
+]
+
+
+@pytest.mark.parametrize("text", _COMMENTS)
+def test_comments_with_line_breaks_or_unprintable_characters_are_declined(text: str) -> None:
+    assert _agrees(text) == "declined"
+
+
+def test_comments_of_printable_characters_are_read() -> None:
+    assert _agrees("x: 1\n# café ✓ \xa0 \U0001f600 'q' \"d\" : - # \n  #\ny: 2\n") == "accepted"
+
+
+def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
+    monkeypatch.setattr(loader, "BLOCK_YAML", block)
+    try:
+        found, errors = loader.parse_documents(text, "f.yaml")
+    except Exception as e:
+        return f"raises {type(e).__name__}: {e}"
+    return repr([(m.raw, m.index, m.item) for m in found]), [str(e) for e in errors]
+
+
+@pytest.mark.parametrize("text", _COMMENTS)
+def test_the_loader_gives_the_same_documents_and_errors_either_way(text: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _loaded(text, monkeypatch, True) == _loaded(text, monkeypatch, False)
