@@ -88,6 +88,18 @@ def test_comments_of_printable_characters_are_read() -> None:
     assert _agrees("x: 1\n# café ✓ \xa0 \U0001f600 'q' \"d\" : - # \n  #\ny: 2\n") == "accepted"
 
 
+# PyYAML's simple keys are at most 1024 characters: a longer one is an error ("mapping values are
+# not allowed here"), wherever the key is.
+_LONG_KEY_FORMS = ["{k}: 1\n", "a:\n  {k}: 1\n", "a:\n- {k}: 1\n", "{k}:\n  a: 1\n", "a:\n- b: 1\n  {k}:\n  - 2\n"]
+_LONG_KEYS = [f.format(k="k" * 1025) for f in _LONG_KEY_FORMS]
+
+
+@pytest.mark.parametrize("form", _LONG_KEY_FORMS)
+def test_keys_longer_than_pyyamls_simple_keys_are_declined(form: str) -> None:
+    assert _agrees(form.format(k="k" * 1024)) == "accepted"
+    assert _agrees(form.format(k="k" * 1025)) == "declined"
+
+
 def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
     monkeypatch.setattr(loader, "BLOCK_YAML", block)
     try:
@@ -97,7 +109,7 @@ def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
     return repr([(m.raw, m.index, m.item) for m in found]), [str(e) for e in errors]
 
 
-@pytest.mark.parametrize("text", _COMMENTS)
+@pytest.mark.parametrize("text", _COMMENTS + _LONG_KEYS)
 def test_the_loader_gives_the_same_documents_and_errors_either_way(text: str,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert _loaded(text, monkeypatch, True) == _loaded(text, monkeypatch, False)

@@ -12,7 +12,7 @@ and PS are skipped):
 * ``key: value`` and ``key:`` (a nested block follows, more indented, or a sequence at the key's
   own column) and ``- value`` / ``- key: value`` entries, each collection's entries at one
   column;
-* keys: plain ``[A-Za-z0-9_./-]`` words that PyYAML resolves to strings;
+* keys: plain ``[A-Za-z0-9_./-]`` words of at most 1024 characters that PyYAML resolves to strings;
 * values: plain scalars of printable ASCII without ``#``, flow indicators, quotes, ``: `` or a
   trailing ``:`` (resolved by PyYAML's own YAML 1.1 resolver, and built by its safe constructor
   when they are not strings: ``yes``, ``0644``, ``1_000``, ``~``, timestamps read as PyYAML reads
@@ -96,8 +96,10 @@ def _line(line: str, lines: dict[str, _Line]) -> _Line:
         raise _Decline
     ind_s, dash, key, value, item = m.groups()
     if key is not None:
-        if _tag(key) != _STR:
-            raise _Decline  # a key PyYAML reads as a number, a boolean, a merge key, ...
+        if _tag(key) != _STR or len(key) > 1024:
+            # A key PyYAML reads as a number, a boolean, a merge key, ...; or longer than its
+            # simple keys may be (an error there).
+            raise _Decline
         parsed = (len(ind_s), dash is not None, key, None if value is None else _scalar(value))
     else:
         parsed = (len(ind_s), dash is not None, None, _scalar(item))
