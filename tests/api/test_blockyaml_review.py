@@ -100,6 +100,17 @@ def test_keys_longer_than_pyyamls_simple_keys_are_declined(form: str) -> None:
     assert _agrees(form.format(k="k" * 1025)) == "declined"
 
 
+# Plain scalars the safe constructor cannot build (a ValueError): PyYAML composes a whole document
+# before building it, so a syntax error later in it is what it reports (a LoadError); the reader
+# raised the ValueError at once (out of the loader).
+_UNBUILDABLE = ["a: 0x_\nb: ,\n", "a: 2001-02-30\nb: [\n", "a:\n- 0b_\n- - x\n", "a: 0x_\n", "a: 1\n---\nb: 2001-13-01\n"]
+
+
+@pytest.mark.parametrize("text", _UNBUILDABLE)
+def test_scalars_the_safe_constructor_cannot_build_are_declined(text: str) -> None:
+    assert read_documents(text, {}) is None
+
+
 def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
     monkeypatch.setattr(loader, "BLOCK_YAML", block)
     try:
@@ -109,7 +120,7 @@ def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
     return repr([(m.raw, m.index, m.item) for m in found]), [str(e) for e in errors]
 
 
-@pytest.mark.parametrize("text", _COMMENTS + _LONG_KEYS)
+@pytest.mark.parametrize("text", _COMMENTS + _LONG_KEYS + _UNBUILDABLE)
 def test_the_loader_gives_the_same_documents_and_errors_either_way(text: str,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert _loaded(text, monkeypatch, True) == _loaded(text, monkeypatch, False)

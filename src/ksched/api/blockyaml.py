@@ -82,7 +82,12 @@ def _scalar(text: str) -> tuple[int, Any]:
         return _SCALAR, text
     if tag not in _CONSTRUCTED:
         raise _Decline
-    return _SCALAR, _resolver.construct_object(ScalarNode(tag, text), deep=True)
+    try:
+        return _SCALAR, _resolver.construct_object(ScalarNode(tag, text), deep=True)
+    except Exception:
+        # Not buildable (0x_, 2001-02-30): PyYAML reports it, or a syntax error later in the
+        # document, which it composes before building anything.
+        raise _Decline from None
 
 
 # Each distinct line read (generated manifests repeat most of their lines): (column, whether it
