@@ -111,6 +111,30 @@ def test_scalars_the_safe_constructor_cannot_build_are_declined(text: str) -> No
     assert read_documents(text, {}) is None
 
 
+def _nested(depth: int) -> str:
+    """Mappings and sequences ``depth`` levels deep."""
+    lines, ind = [], 0
+    for i in range(depth):
+        if i % 3 == 2:
+            col = ind - 1 if i % 2 else ind  # a sequence of mappings, at its key's column or deeper
+            lines.append(" " * col + "- k:")
+            ind = col + 3
+        else:
+            lines.append(" " * ind + "k:")
+            ind += 1
+    return "\n".join([*lines, " " * ind + "v: 1"]) + "\n"
+
+
+def test_documents_nested_deeper_than_pyyaml_builds_are_declined() -> None:
+    """PyYAML builds documents recursively: deep enough, it raises RecursionError (out of the
+    loader); the reader, a loop, gave the documents."""
+    with pytest.raises(RecursionError):
+        list(loader._yaml_documents(_nested(1500)))
+    assert read_documents(_nested(1500), {}) is None
+    assert read_documents(_nested(150), {}) is None
+    assert _agrees(_nested(60)) == "accepted"
+
+
 def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
     monkeypatch.setattr(loader, "BLOCK_YAML", block)
     try:

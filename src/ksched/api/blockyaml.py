@@ -8,7 +8,7 @@ trailing spaces; blank lines and whole-line comments of printable characters oth
 and PS are skipped):
 
 * documents separated by lines that are exactly ``---`` (the first may be implicit); every
-  document a block mapping starting at column 0;
+  document a block mapping starting at column 0, nested at most about 100 levels deep;
 * ``key: value`` and ``key:`` (a nested block follows, more indented, or a sequence at the key's
   own column) and ``- value`` / ``- key: value`` entries, each collection's entries at one
   column;
@@ -213,6 +213,8 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
             ind += 2
         elif top.__class__ is not dict or key is None:
             raise _Decline
+        if len(stack) > 100:
+            raise _Decline  # deep enough that PyYAML, building recursively, may hit the recursion limit
         k = strings.setdefault(key, key)
         if value is None:
             pending = (top, k, ind)
