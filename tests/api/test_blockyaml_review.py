@@ -148,3 +148,16 @@ def _loaded(text: str, monkeypatch: pytest.MonkeyPatch, block: bool) -> Any:
 def test_the_loader_gives_the_same_documents_and_errors_either_way(text: str,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert _loaded(text, monkeypatch, True) == _loaded(text, monkeypatch, False)
+
+
+def test_the_shared_resolver_keeps_nothing_per_text() -> None:
+    """The module's one SafeLoader built every number, boolean and timestamp with
+    ``construct_object``, whose ``constructed_objects`` kept each node and value for ever: three
+    entries per file below, a leak in a long-running process."""
+    from ksched.api import blockyaml
+
+    before = len(blockyaml._resolver.constructed_objects)
+    for i in range(200):
+        assert read_documents(f"a: {i}\nb: yes\nc: 2001-01-{i % 28 + 1:02d}\nd: x{i}\n", {}) is not None
+    assert len(blockyaml._resolver.constructed_objects) == before
+    assert not blockyaml._resolver.recursive_objects

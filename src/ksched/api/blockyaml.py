@@ -83,7 +83,9 @@ def _scalar(text: str) -> tuple[int, Any]:
     if tag not in _CONSTRUCTED:
         raise _Decline
     try:
-        return _SCALAR, _resolver.construct_object(ScalarNode(tag, text), deep=True)
+        # The tag's constructor itself (construct_object would keep the node and the value in
+        # the shared loader's constructed_objects for ever).
+        return _SCALAR, _resolver.yaml_constructors[tag](_resolver, ScalarNode(tag, text))
     except Exception:
         # Not buildable (0x_, 2001-02-30): PyYAML reports it, or a syntax error later in the
         # document, which it composes before building anything.
