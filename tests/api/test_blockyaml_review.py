@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ksched.api import loader
 from ksched.api.blockyaml import read_documents
@@ -161,3 +163,123 @@ def test_the_shared_resolver_keeps_nothing_per_text() -> None:
         assert read_documents(f"a: {i}\nb: yes\nc: 2001-01-{i % 28 + 1:02d}\nd: x{i}\n", {}) is not None
     assert len(blockyaml._resolver.constructed_objects) == before
     assert not blockyaml._resolver.recursive_objects
+
+
+def test_concurrent_reads_give_each_text_its_documents() -> None:
+    """Threads reading at once (the shared resolver and tag cache) get what one thread gets."""
+    import sys
+    import threading
+
+    texts = [f"a: {i}\nb: yes\nc: 2001-01-{i % 28 + 1:02d}\nd:\n- x{i % 7}\n- k: 0x{i:x}\n  l: {i}.5\n" for i in range(300)]
+    want = [repr(read_documents(t, {})) for t in texts]
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        for j in range(len(texts)):
+            i = (j * 7 + k * 13) % len(texts)
+            if repr(read_documents(texts[i], {})) != want[i]:
+                bad.append(i)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not bad
+
+
+# Differential fuzzing: lines near the subset (every kind of line, key and value PyYAML reads
+# specially, odd characters, other line breaks), and nested documents of the subset with a few
+# lines changed; the reader agrees with PyYAML or declines.
+_KEYS = ["a", "b", "a", "k.x/y-z", "yes", "no", "on", "Off", "y", "n", "null", "Null", "NULL", "0o17", "017", "0x1f",
+         "1_000", ".inf", ".nan", "2001-01-01", "._", "...", "-a", "a-", "_", "1.5", "1e3", "08", "0b1", "True", "k" * 1025,
+         "é", "a#b", "a:b", "?a", "'q'", '"q"', "@a", "`a", "<<", "=", "~", "a b"]
+_VALUES = ["", "x", "yes", "no", "On", "OFF", "y", "n", "~", "null", "Null", "NULL", "0o17", "017", "0x1f", "1_000", "1:20",
+           "-1:20.5", ".inf", "-.inf", ".nan", ".NaN", "+1", "-1", "0", "-0", "00", "0.", ".5", "1e3", "1.0e+3",
+           "2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10 -5", "2001-1-1 1:2:3", "2001-02-30",
+           "0x_", "._", "=", "a=b", "<<", "a:b", "a: b", "a:", "a #b", "a#b", "a -b", "- a", "-", "? a", "a,b", "[]", "{}",
+           "[ ]", "[a]", "{a: 1}", "@a", "a@b", "`a", "é", "'q'", "'it''s'", "'a #b'", "' a '", "''", '""', '"a\\tb"',
+           '"q"', "&a x", "*a", "!!str x", "|", ">", "%a", "a  b", "(a)", "$a", "~a", "...", "---", "-.", "."]
+_CHARS = "\x00\x0b\x0c\x7f\x85\x9f\xa0\u2028\u2029\ufeff\ufffe\t\r é#:-?,[]{}@`'\"!&*|>%="
+_JUNK_LINE = st.one_of(
+    st.sampled_from(["---", "--- ", "---x", "--- a", "...", "", " ", "   ", "# c", "  # c", "#", "%YAML 1.1", "? a",
+                     ": b", "-", "- ", "- - a"]),
+    st.builds(lambda ind, c: " " * ind + "#" + c, st.integers(0, 4), st.text(alphabet=_CHARS + "ab", max_size=4)),
+    st.builds(lambda ind, dash, key, sep, value, tail: " " * ind + dash + key + sep + value + tail,
+              st.sampled_from([0, 0, 0, 2, 2, 4, 1, 3]), st.sampled_from(["", "", "", "- ", "-  ", "- - "]),
+              st.sampled_from(_KEYS), st.sampled_from([": ", ": ", ":", ":", " :", ":  ", ""]),
+              st.one_of(st.sampled_from(_VALUES), st.text(alphabet=_CHARS + "ab1", max_size=3)),
+              st.sampled_from(["", "", "", "", " ", " # c", "\t", "#"])))
+
+
+@st.composite
+def _junk(draw: st.DrawFn) -> str:
+    sep = draw(st.sampled_from(["\n"] * 8 + ["\r\n", "\r", "\x85", "\u2028"]))
+    text = sep.join(draw(st.lists(_JUNK_LINE, max_size=10)))
+    if draw(st.booleans()):
+        text += sep
+    return ("\ufeff" if draw(st.integers(0, 20)) == 0 else "") + text
+
+
+def _block(draw: st.DrawFn, depth: int, ind: int, out: list[str]) -> None:
+    """A block mapping of the subset at column ``ind``, with nested mappings (more indented) and
+    sequences (at the key's column or deeper) of scalars and mappings."""
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(["a", "b", "c", "a", "k.x", "name", "y"]))
+        kind = draw(st.integers(0, 4)) if depth < 4 else 0
+        if kind <= 1:
+            out.append(" " * ind + f"{key}: " + draw(st.sampled_from([*_VALUES[1:56], "x", "1", "a b", "'q'", '"d"'])))
+            continue
+        out.append(" " * ind + f"{key}:")
+        if kind == 2:
+            _block(draw, depth + 1, ind + draw(st.sampled_from([1, 2, 2, 4])), out)
+            continue
+        col = ind + draw(st.sampled_from([0, 0, 2, 1]))
+        for _ in range(draw(st.integers(1, 3))):
+            if draw(st.booleans()):
+                out.append(" " * col + "- " + draw(st.sampled_from(["x", "1", "yes", "~", "a b", "{}", "[]"])))
+            else:
+                sub: list[str] = []
+                _block(draw, depth + 1, 0, sub)
+                out.append(" " * col + "- " + sub[0])
+                out.extend(" " * (col + 2) + s for s in sub[1:])
+
+
+@st.composite
+def _near_subset(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    for i in range(draw(st.integers(1, 3))):
+        if i or draw(st.booleans()):
+            lines.append("---")
+        _block(draw, 0, 0, lines)
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
+        i = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.integers(0, 4))
+        if how == 0:
+            lines[i] = " " * draw(st.integers(0, 6)) + lines[i].lstrip(" ")
+        elif how == 1:
+            lines.insert(i, draw(_JUNK_LINE))
+        elif how == 2:
+            lines[i] += draw(st.sampled_from([" ", ":", " #c", "\t", "x", ": y", "\x85y: 1", "\u2028- z"]))
+        elif how == 3:
+            lines.insert(i, " " * draw(st.integers(0, 6)) + "#" + draw(st.text(alphabet=_CHARS + "a", max_size=3)))
+        elif len(lines) > 1:
+            del lines[i]
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_junk())
+def test_lines_near_the_subset_agree_or_are_declined(text: str) -> None:
+    _agrees(text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_near_subset())
+def test_nested_documents_near_the_subset_agree_or_are_declined(text: str) -> None:
+    _agrees(text)
