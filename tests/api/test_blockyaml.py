@@ -4,6 +4,7 @@ PyYAML refuses) is declined and read by PyYAML as before, errors and all."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,9 @@ def test_simple_manifests_are_accepted_and_agree(docs: list[Any]) -> None:
     to agreement)."""
     text = yaml.safe_dump_all(docs, default_flow_style=False)
     accepted = _agrees(text)
-    assert accepted or any(m in text for m in (" \n", "''", "- - ")), text  # (nested sequences: outside)
+    # Outside the subset: trailing spaces, '' inside quotes, nested sequences, and a run of spaces
+    # inside a plain value ("a: 1  1", which the reader declines rather than fold).
+    assert accepted or any(m in text for m in (" \n", "''", "- - ")) or re.search(r"\S  ", text), text
 
 
 _GOOD_VALUES = ["", "", "", "x", "'q'", '"d"', "{}", "[]", "yes", "0644", "1_000", "~", "2001-01-01", "-1", "a b",
