@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -233,3 +235,43 @@ def test_random_clusters_vectorized_matches_per_node(args: Any) -> None:
                 reqs["ephemeral-storage"] = "1Gi"
             scores = r.score(pod(reqs or None))[BA]  # asserts both forms agree
             assert all(50 <= s <= 100 for s in scores.values())
+
+
+_AMOUNTS = st.one_of(st.just(0), st.integers(1, 10), st.integers(1, 2**40), st.integers(-5, -1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_AMOUNTS, min_size=2, max_size=2), st.lists(_AMOUNTS, min_size=2, max_size=2))
+def test_two_resource_shortcut_is_the_general_score(requested: list[int], allocatable: list[int]) -> None:
+    """balanced_resource_score's two-resource shortcut gives what the general loop gives
+    (zero allocatable, fractions past 1, negative amounts included)."""
+    from ksched.scheduler.plugins.noderesources.balanced_allocation import balanced_resource_score_any
+
+    assert balanced_resource_score(requested, allocatable) == balanced_resource_score_any(requested, allocatable)
+
+
+class _Node:
+    def __init__(self, allocatable: dict[str, int], requested: dict[str, int], nz: list[int]) -> None:
+        self.allocatable = allocatable
+        self.requested = requested
+        self.non_zero_requested = nz
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["cpu", "memory", "pods"]), _AMOUNTS),
+       st.dictionaries(st.sampled_from(["cpu", "memory"]), _AMOUNTS),
+       st.lists(_AMOUNTS, min_size=2, max_size=2), st.lists(_AMOUNTS, min_size=2, max_size=2), st.booleans())
+def test_cpu_memory_node_values_are_the_general_ones(alloc: dict[str, int], req: dict[str, int], nz: list[int],
+                                                     pod: list[int], use_requested: bool) -> None:
+    """node_values' shortcut for the default resources (cpu, memory) gives what the loop over
+    any configured resources gives."""
+    from ksched.scheduler.plugins.noderesources.resource_allocation import (
+        DEFAULT_RESOURCES,
+        ResourceSpec,
+        node_values,
+        node_values_any,
+    )
+
+    spec = ResourceSpec.of(DEFAULT_RESOURCES)
+    ni: Any = _Node(alloc, req, nz)
+    assert node_values(ni, spec, pod, use_requested) == node_values_any(ni, spec, pod, use_requested)

@@ -49,6 +49,7 @@ __all__ = [
     "PRE_SCORE_STATE_KEY",
     "BalancedAllocation",
     "balanced_resource_score",
+    "balanced_resource_score_any",
     "balanced_resource_scorer",
     "balanced_resource_vector_scorer",
 ]
@@ -67,6 +68,23 @@ def _go_half(x: int) -> int:
 def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
     """``int((1 - std) * 100)`` over the fractions of the resources with allocatable > 0: for
     two resources ``std = |f1 - f2| / 2``, for more the population standard deviation, else 0."""
+    if len(requested) == 2:
+        a0 = allocatable[0]
+        a1 = allocatable[1]
+        if a0 != 0 and a1 != 0:
+            # Two resources, both allocatable (the default): the same operations as below.
+            f0 = float(requested[0]) / float(a0)
+            if f0 > 1:
+                f0 = 1.0
+            f1 = float(requested[1]) / float(a1)
+            if f1 > 1:
+                f1 = 1.0
+            return int((1 - abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE))
+    return balanced_resource_score_any(requested, allocatable)
+
+
+def balanced_resource_score_any(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balanced_resource_score`` for any number of resources (the reference of its shortcut)."""
     fractions: list[float] = []
     total = 0.0
     for i in range(len(requested)):

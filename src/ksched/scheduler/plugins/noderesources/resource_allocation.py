@@ -53,6 +53,7 @@ __all__ = [
     "gather_columns",
     "is_scalar_resource_name",
     "node_values",
+    "node_values_any",
     "parse_resources",
     "pod_request_list",
     "requests_row_key",
@@ -191,10 +192,41 @@ def requests_row_key(pod: Pod) -> Any:
 
 # ---------------------------------------------------------------- per node (Python ints)
 
+_CPU_MEMORY = (R_CPU, R_MEMORY)
+
+
 def node_values(ni: NodeInfo, spec: ResourceSpec, pod_reqs: Sequence[int],
                 use_requested: bool) -> tuple[list[int], list[int], list[int]]:
     """(requested with the pod, requested without it, allocatable) of one node, one entry per
     configured resource; left-out resources are (0, 0, 0)."""
+    if spec.names == _CPU_MEMORY:
+        # The default resources (neither is scalar): ``node_values_any`` unrolled.
+        alloc = ni.allocatable
+        a0 = alloc.get(R_CPU, 0)
+        a1 = alloc.get(R_MEMORY, 0)
+        if use_requested:
+            req = ni.requested
+            w0 = req.get(R_CPU, 0)
+            w1 = req.get(R_MEMORY, 0)
+        else:
+            nz = ni.non_zero_requested
+            w0 = nz[0]
+            w1 = nz[1]
+        if a0 == 0:
+            w0 = p0 = 0
+        else:
+            p0 = w0 + pod_reqs[0]
+        if a1 == 0:
+            w1 = p1 = 0
+        else:
+            p1 = w1 + pod_reqs[1]
+        return [p0, p1], [w0, w1], [a0, a1]
+    return node_values_any(ni, spec, pod_reqs, use_requested)
+
+
+def node_values_any(ni: NodeInfo, spec: ResourceSpec, pod_reqs: Sequence[int],
+                    use_requested: bool) -> tuple[list[int], list[int], list[int]]:
+    """``node_values`` for any configured resources (the reference of its shortcut)."""
     alloc = ni.allocatable
     req = ni.requested
     nz = ni.non_zero_requested
