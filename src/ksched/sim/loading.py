@@ -156,9 +156,12 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
                 report.orphaned.append(_describe(raw))
         md = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         key = (_kind(raw), str(md.get("namespace") or ""), str(md.get("name") or ""))
-        # A validated pod handed over goes with its parse, which the store shares (Pod.admitted).
+        # A validated pod handed over goes with its parse, which the store shares (Pod.admitted);
+        # an existing one's parse is not shared, and its manifest is handed over as it was (the
+        # store copies the manifest of a typed object it does not take the parse of).
         given = objects[i]
-        target = given if owned and validated and isinstance(given, Pod) and given.raw is raw else raw
+        target = given if owned and validated and not is_existing and isinstance(given, Pod) \
+            and given.raw is raw else raw
         try:
             store.create(target, existing=is_existing, owned=owned and not _fresh_cluster_object(raw),
                          validated=validated)
