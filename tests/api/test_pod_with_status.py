@@ -119,3 +119,31 @@ def test_node_accounting_of_status_writes_equals_a_recount(spec: dict[str, Any],
         cur = new
         assert {n: (u.requested, u.pods, u.ports, u.pod_keys) for n, u in acc.usage.items() if u.pods} == \
             {n: v for n, v in usage_from_scratch([cur]).items() if v[1]}
+
+
+def derived(pod: Pod) -> tuple[Any, ...]:
+    """What the store's, the kubelet's and the scheduler's readers cache on a pod object."""
+    from ksched.api.resources import pod_container_requests, pod_non_zero_requests, pod_requests, qos_class
+    from ksched.scheduler.plugins.interpodaffinity._index import pod_keys
+
+    return (pod_requests(pod), pod_non_zero_requests(pod), pod_container_requests(pod), qos_class(pod),
+            pod_keys(pod))
+
+
+@settings(max_examples=100, deadline=None)
+@given(SPECS, STATUSES, STATUSES)
+def test_the_superseded_pod_lets_go_of_its_cached_values(spec: dict[str, Any], before: dict[str, Any],
+                                                         after: dict[str, Any]) -> None:
+    """A status write supersedes the old object: its cached values are dropped (memory), and a
+    reader that still asks the old object gets the same values computed again."""
+    old = Pod(manifest(spec, before))
+    first = derived(old)
+    cache = old._cache
+    assert cache
+    raw = dict(old.raw)
+    raw["status"] = after
+    new = old.with_status(raw)
+    assert old._cache is None and new._cache is None
+    assert cache  # dropped, not cleared: another object sharing the dict keeps its values
+    assert derived(old) == first
+    assert derived(new)[:3] == first[:3]  # requests read only the spec
