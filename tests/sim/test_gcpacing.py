@@ -24,9 +24,9 @@ def default_thresholds() -> Iterator[None]:
 
 def test_thresholds_are_raised_in_the_block_and_restored_after() -> None:
     with fewer_collections():
-        assert gc.get_threshold() == SIMULATION_THRESHOLDS == (100_000, 1000, 1000)
+        assert gc.get_threshold() == SIMULATION_THRESHOLDS == (1_000_000, 1000, 1000)
         with fewer_collections((5000, 2000, 5)):  # never lowered by an inner block
-            assert gc.get_threshold() == (100_000, 2000, 1000)
+            assert gc.get_threshold() == (1_000_000, 2000, 1000)
         assert gc.get_threshold() == SIMULATION_THRESHOLDS
     assert gc.get_threshold() == (700, 10, 10)
     with pytest.raises(RuntimeError), fewer_collections((5000, 10, 10)):
