@@ -2,13 +2,17 @@
 terms, per-node values, reason strings, verdicts): a dict that holds at most ``maxsize``
 entries and, when full, forgets the entry stored first.
 
-It is a plain ``dict`` underneath, so a hit costs what ``dict.get`` costs (the hot paths read
-these per node). Values must be derivable again from their key: forgetting one only costs
-time.
+It is an ``OrderedDict`` underneath: a hit costs what ``dict.get`` costs (the hot paths read
+these per node; lookups are the dict's own), and forgetting the oldest entry is O(1). (A plain
+dict's first key, deleted again and again, leaves a growing run of deleted slots that every
+``next(iter(d))`` walks until the dict is next resized: about 2 us per insertion into a full
+cache of 4096 entries, against 0.3.) Values must be derivable again from their key: forgetting
+one only costs time.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import TypeVar
 
@@ -20,7 +24,7 @@ V = TypeVar("V")
 DEFAULT_MAXSIZE = 4096
 
 
-class BoundedCache(dict[K, V]):
+class BoundedCache(OrderedDict[K, V]):
     __slots__ = ("maxsize",)
 
     def __init__(self, maxsize: int = DEFAULT_MAXSIZE) -> None:
@@ -32,6 +36,6 @@ class BoundedCache(dict[K, V]):
     def put(self, key: K, value: V) -> V:
         """Store ``value`` under ``key`` (forgetting the oldest entry if full); returns it."""
         if key not in self and len(self) >= self.maxsize:
-            del self[next(iter(self))]
+            self.popitem(last=False)
         self[key] = value
         return value

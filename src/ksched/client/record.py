@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections import OrderedDict
 from typing import Any
 
 from ksched.api.errors import ApiError
@@ -38,7 +39,9 @@ class EventRecorder:
         self.enabled = enabled
         self.deterministic_names = deterministic_names or getattr(clock, "virtual", False)
         # Event key -> (the Event's name, its count), least recently seen first (an LRU cache).
-        self._seen: dict[tuple[str, str, str], tuple[str, int]] = {}
+        # An OrderedDict: dropping a plain dict's first key again and again costs a walk over the
+        # deleted entries before it (about 3 us per event at 4096 keys, against 0.7).
+        self._seen: OrderedDict[tuple[str, str, str], tuple[str, int]] = OrderedDict()
         self.max_keys = MAX_LRU_CACHE_ENTRIES
         self._counter = 0
         # Deterministic names carry a tag of the component, so two recorders (the scheduler's,
@@ -98,7 +101,7 @@ class EventRecorder:
             }, **self._owned)
             seen_keys = self._seen
             if len(seen_keys) >= self.max_keys:
-                del seen_keys[next(iter(seen_keys))]  # the least recently seen
+                seen_keys.popitem(last=False)  # the least recently seen
             seen_keys[key] = (name, 1)
         except ApiError as e:
             # Events are best effort, as upstream's broadcaster.
