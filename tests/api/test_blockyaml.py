@@ -12,17 +12,10 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.api.test_loader_fast import _CASES, _tree
+from tests.api.test_loader_fast import _CASES, _safe, _tree
 
 from ksched.api import loader
 from ksched.api.blockyaml import read_documents
-
-
-def _safe(text: str) -> Any:
-    try:
-        return list(yaml.load_all(text, Loader=yaml.CSafeLoader))
-    except yaml.YAMLError as e:
-        return type(e).__name__
 
 
 def _agrees(text: str) -> bool:
