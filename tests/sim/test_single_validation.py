@@ -279,3 +279,21 @@ def test_the_stored_pod_shares_the_loaders_containers_only_where_admission_keeps
     assert stored[3].namespace == "default"
     assert stored[0] is not plain  # a new object: the caller's is as the loader made it
     assert plain.namespace == "default" and plain.resource_version == ""
+
+
+def test_an_admitted_pod_parses_its_affinity_again_when_its_labels_changed() -> None:
+    """The affinity's terms read the pod's labels (matchLabelKeys): a manifest whose labels are
+    not the loader's gets its own parse, the spread constraints likewise."""
+    aff = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname",
+         "matchLabelKeys": ["version"]}]}}
+    raw = pod("p", "default", affinity=aff)
+    raw["metadata"]["labels"] = {"app": "a", "version": "1"}
+    loaded = Pod(raw)
+    same = loaded.admitted(raw)
+    assert same.affinity is loaded.affinity
+    relabelled = yaml.safe_load(yaml.safe_dump(raw))
+    relabelled["metadata"]["labels"]["version"] = "2"
+    other = loaded.admitted(relabelled)
+    assert other.affinity is not loaded.affinity
+    assert structure(other) == structure(Pod(relabelled))

@@ -288,7 +288,7 @@ class Pod(KubeObject):
         containers and overhead alone (no LimitRanger default, no RuntimeClass: defaulting only
         copies limits to missing requests, which parsing does too, and sets fields a ``Container``
         does not read): the parsed containers and spread constraints are shared, the volumes
-        while the name is the same, the affinity while the namespace is, the tolerations it had
+        while the name is the same, the affinity while the namespace and labels are (matchLabelKeys), the tolerations it had
         (admission only appends the defaults); the metadata and the rest of the spec and status
         are read again (namespace default, priority, appended tolerations, conditions). The store's create
         of a pod the loader parsed (``Store.create(pod, owned=True, validated=True)``)."""
@@ -301,7 +301,7 @@ class Pod(KubeObject):
         aff = spec.get("affinity")
         if not aff:
             new.affinity = None
-        elif self.affinity is not None and new.namespace == self.namespace:
+        elif self.affinity is not None and new.namespace == self.namespace and new.labels == self.labels:
             new.affinity = self.affinity
         else:
             new.affinity = Affinity(aff, new.namespace, new.labels)
