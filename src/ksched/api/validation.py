@@ -143,7 +143,84 @@ def _qualified_name_errors(key: str) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- memo of valid values
+#
+# Manifests repeat the same values many times (a generated directory: every pod of an app has
+# the same labels and the same spec, every pod of a namespace the same namespace). A few
+# checks remember the values they found valid, so an equal value is not checked again. Only a
+# value with no error is remembered, and only under a key that equals exactly the values that
+# validate alike (below), so an invalid value always goes through the full check and gets its
+# errors, in order, with their paths. ``MEMO_VALID = False`` is the reference: every value
+# checked in full (tests compare both).
+MEMO_VALID = True
+_MEMO_MAX = 4096
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+_DICT_TAG = ("dict",)
+_LIST_TAG = ("list",)
+
+
+def _value_key(x: Any, _str: type = str, _dict: type = dict, _list: type = list) -> Any:
+    """A hashable key equal for two values exactly when they are the same tree of the
+    decoders' types (dict, list, str, int, bool, float, None: a scalar's type is part of the
+    key, so ``1``, ``1.0``, ``True`` and ``"1"`` differ, and a float is keyed by its repr);
+    any other type raises :class:`_Unkeyable` (such a value is checked in full)."""
+    t = type(x)
+    if t is _str:
+        return x
+    if t is _dict:
+        out: list[Any] = [_DICT_TAG]
+        append = out.append
+        for k, val in x.items():
+            append(k if type(k) is _str else _value_key(k))
+            append(val if type(val) is _str else _value_key(val))
+        return tuple(out)
+    if t is _list:
+        return (_LIST_TAG, *[i if type(i) is _str else _value_key(i) for i in x])
+    if t is int or t is bool or x is None:
+        return (t, x)
+    if t is float:
+        return (t, repr(x))
+    raise _Unkeyable
+
+
+def _remember(memo: set[Any], key: Any) -> None:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo.add(key)
+
+
+# Label maps found valid, by their items (a map whose items equal one of these is a map of the
+# same strings: a non-string key or value never validates, so it is never remembered).
+_VALID_LABELS: set[tuple[tuple[Any, Any], ...]] = set()
+# Namespace names found valid.
+_VALID_NAMESPACES: set[str] = set()
+# Pod specs found valid by `_pod_spec`, by `_value_key`.
+_VALID_POD_SPECS: set[Any] = set()
+
+
 def _labels(v: _V, path: Path, labels: Any) -> None:
+    if MEMO_VALID and type(labels) is dict:
+        key = tuple(labels.items())
+        try:
+            if key in _VALID_LABELS:
+                return
+        except TypeError:  # an unhashable value: checked in full (and refused)
+            _labels_full(v, path, labels)
+            return
+        n = len(v.errors)
+        _labels_full(v, path, labels)
+        if len(v.errors) == n:
+            _remember(_VALID_LABELS, key)
+        return
+    _labels_full(v, path, labels)
+
+
+def _labels_full(v: _V, path: Path, labels: Any) -> None:
     labels = v.mapping(path, labels)
     for k, val in labels.items():
         if not isinstance(k, str):
@@ -178,12 +255,14 @@ def _metadata(v: _V, raw: dict[str, Any], namespaced: bool, name_rule: str = "su
     else:
         _name(v, p.child("name"), name, name_rule)
     ns = md.get("namespace")
-    if ns not in (None, ""):
+    if ns not in (None, "") and not (MEMO_VALID and namespaced and type(ns) is str and ns in _VALID_NAMESPACES):
         if not isinstance(ns, str) or not _DNS1123_LABEL.match(ns) or len(ns) > 63:
             v.invalid(p.child("namespace"), ns, "a lowercase RFC 1123 label must consist of lower case "
                                                 "alphanumeric characters or '-'")
         elif not namespaced:
             v.forbidden(p.child("namespace"), "not allowed on this type")
+        elif MEMO_VALID and type(ns) is str:
+            _remember(_VALID_NAMESPACES, ns)
     _labels(v, p.child("labels"), md.get("labels"))
     ann = v.mapping(p.child("annotations"), md.get("annotations"))
     total = 0
@@ -455,7 +534,22 @@ def _spread_constraints(v: _V, path: Path, cs: Any) -> None:
 
 def _pod(v: _V, raw: dict[str, Any]) -> None:
     _metadata(v, raw, True)
-    _pod_spec(v, Path("spec"), raw.get("spec"))
+    spec = raw.get("spec")
+    if not MEMO_VALID or type(spec) is not dict:
+        _pod_spec(v, Path("spec"), spec)
+        return
+    # `_pod_spec` reads nothing but the spec: a spec equal to one found valid is valid.
+    try:
+        key = _value_key(spec)
+    except _Unkeyable:
+        _pod_spec(v, Path("spec"), spec)
+        return
+    if key in _VALID_POD_SPECS:
+        return
+    n = len(v.errors)
+    _pod_spec(v, Path("spec"), spec)
+    if len(v.errors) == n:
+        _remember(_VALID_POD_SPECS, key)
 
 
 def _pod_spec(v: _V, sp: Path, spec: Any) -> None:
