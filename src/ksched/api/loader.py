@@ -31,7 +31,9 @@ from ksched.api.apiextensions import CustomResourceDefinition
 from ksched.api.blockyaml import read_documents
 from ksched.api.kinds import UnknownKindError
 from ksched.api.meta import KubeObject
+from ksched.api.pod import Pod
 from ksched.api.scheme import Scheme
+from ksched.api.validation import pod_spec_key
 
 try:
     _Loader: type = yaml.CSafeLoader
@@ -332,8 +334,9 @@ def build_objects(manifests: Iterable[Manifest], res: LoadResult, validate_objec
         if isinstance(obj, CustomResourceDefinition) and not errs and obj.storage_version \
                 and scheme.names_conflict(obj) is None:
             scheme.add_crd(obj)
+    like: dict[Any, Pod] | None = {} if SHARE_POD_PARSE else None
     for m in manifests:
-        obj, merrs = build_object(m, validate_objects, scheme)
+        obj, merrs = build_object(m, validate_objects, scheme, like)
         if merrs and unknown_kinds == "skip" and obj is None and len(merrs) == 1 and merrs[0].unknown_kind:
             res.skipped.setdefault(m.kind_ref, []).append(m)
         elif merrs:
@@ -346,8 +349,17 @@ def build_objects(manifests: Iterable[Manifest], res: LoadResult, validate_objec
     return res
 
 
-def build_object(m: Manifest, validate_objects: bool = True,
-                 scheme: Scheme | None = None) -> tuple[KubeObject | None, list[LoadError]]:
+# Pods of one app repeat their spec: the loader parses a validated pod whose spec, namespace
+# and labels equal an earlier pod's with ``Pod.like`` (sharing that pod's parsed containers,
+# affinity, spread constraints, ...). False is the reference: every pod parsed in full.
+SHARE_POD_PARSE = True
+_LIKE_MAX = 4096
+
+
+def build_object(m: Manifest, validate_objects: bool = True, scheme: Scheme | None = None,
+                 like: dict[Any, Pod] | None = None) -> tuple[KubeObject | None, list[LoadError]]:
+    """The typed object of a manifest, or its errors (validated first unless told not to).
+    ``like``: the pods parsed so far by spec key, namespace and labels (``Pod.like``)."""
     raw = m.raw
     idx = m.index
     ref = m.ref
@@ -362,6 +374,28 @@ def build_object(m: Manifest, validate_objects: bool = True,
         if ferrs:
             return None, [LoadError(m.source, fe.message, idx, ref, item_prefix + fe.path) for fe in ferrs]
     try:
+        if like is not None and validate_objects and cls is Pod:
+            return _pod_like(raw, like), []
         return cls.from_dict(raw), []
     except (ValueError, TypeError, AttributeError) as e:
         return None, [LoadError(m.source, f"cannot parse: {e}", idx, ref, item_prefix.rstrip("."))]
+
+
+def _pod_like(raw: dict[str, Any], like: dict[Any, Pod]) -> Pod:
+    """``Pod(raw)`` for a validated pod manifest, from an earlier pod of ``like`` with the same
+    spec, namespace and labels when there is one."""
+    key = pod_spec_key(raw.get("spec"))
+    if key is None:
+        return Pod(raw)
+    md = raw.get("metadata") or {}
+    labels = md.get("labels") or {}
+    # Validated: the namespace and the label keys and values are strings.
+    k = (key, md.get("namespace") or "", tuple(labels.items()))
+    got = like.get(k)
+    if got is not None:
+        return got.like(raw)
+    pod = Pod(raw)
+    if len(like) >= _LIKE_MAX:
+        like.clear()
+    like[k] = pod
+    return pod

@@ -320,6 +320,45 @@ class Pod(KubeObject):
         new._cache = None
         return new
 
+    def like(self, raw: dict[str, Any]) -> Pod:
+        """``Pod(raw)`` for another manifest whose spec has the same values (of the same types:
+        ``validation.pod_spec_key``) as this pod's and whose namespace and labels are this pod's
+        (what parsing the spec reads besides the spec): the pods of one app in a generated
+        directory. The parsed containers, init containers, affinity, spread constraints,
+        tolerations, overhead and pod-level requests are this pod's objects (nothing changes
+        them once parsed; tolerations already are one object per distinct value); the metadata,
+        the node selector (the manifest's own map), the volumes (a generic ephemeral volume's
+        claim is named after the pod) and the status are read from ``raw``. Parsing errors
+        are those of ``Pod(raw)``: the spec parsed here, the rest is read in the same order.
+        The loader's parse of a validated pod (``loader.SHARE_POD_PARSE``)."""
+        new = Pod.__new__(Pod)
+        KubeObject.__init__(new, raw)
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        new.node_name = self.node_name
+        new.scheduler_name = self.scheduler_name
+        new.affinity = self.affinity
+        new.volumes = tuple(Volume(v, new.name) for v in spec.get("volumes") or ()) if self.volumes else ()
+        new.containers = self.containers
+        new.init_containers = self.init_containers
+        new.overhead = self.overhead
+        new.pod_level_requests = self.pod_level_requests
+        new.phase = status.get("phase") or PHASE_PENDING
+        new.node_selector = spec.get("nodeSelector") or {}
+        new.tolerations = self.tolerations
+        new.topology_spread_constraints = self.topology_spread_constraints
+        new.priority = self.priority
+        new.priority_class_name = self.priority_class_name
+        new.preemption_policy = self.preemption_policy
+        new.scheduling_gates = self.scheduling_gates
+        new.termination_grace_period_seconds = self.termination_grace_period_seconds
+        new.host_network = self.host_network
+        new.conditions = status.get("conditions") or []
+        new.nominated_node_name = status.get("nominatedNodeName") or ""
+        new.start_time = parse_time(status.get("startTime"))
+        new._cache = None
+        return new
+
     # ---- derived values, computed once per object --------------------------------------
 
     def cached(self) -> dict[str, Any]:

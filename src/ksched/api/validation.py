@@ -19,7 +19,8 @@ from ksched.api.labels import LabelSelector
 from ksched.api.quantity import QuantityError, parse_quantity
 from ksched.api.resources import is_extended_resource, is_hugepages, is_native
 
-__all__ = ["register_validator", "validate", "validate_metadata", "validate_quantity", "validate_update"]
+__all__ = ["pod_spec_key", "register_validator", "validate", "validate_metadata", "validate_quantity",
+           "validate_update"]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -544,12 +545,26 @@ def _pod(v: _V, raw: dict[str, Any]) -> None:
     except _Unkeyable:
         _pod_spec(v, Path("spec"), spec)
         return
+    global _last_pod_spec
+    _last_pod_spec = (spec, key)
     if key in _VALID_POD_SPECS:
         return
     n = len(v.errors)
     _pod_spec(v, Path("spec"), spec)
     if len(v.errors) == n:
         _remember(_VALID_POD_SPECS, key)
+
+
+# The last pod spec `_pod` keyed, and its key (for the loader, which parses the pod next).
+_last_pod_spec: tuple[Any, Any] = (None, None)
+
+
+def pod_spec_key(spec: Any) -> Any:
+    """The key (`_value_key`) of a pod spec that the last validation of a pod computed, when
+    ``spec`` is that very object (and the memo is on), else None: two specs with equal keys
+    are the same values of the same types."""
+    last, key = _last_pod_spec
+    return key if last is spec and spec is not None else None
 
 
 def _pod_spec(v: _V, sp: Path, spec: Any) -> None:
