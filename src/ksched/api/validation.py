@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from marshal import dumps as _marshal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -161,32 +162,17 @@ class _Unkeyable(Exception):
     pass
 
 
-_DICT_TAG = ("dict",)
-_LIST_TAG = ("list",)
-
-
-def _value_key(x: Any, _str: type = str, _dict: type = dict, _list: type = list) -> Any:
-    """A hashable key equal for two values exactly when they are the same tree of the
-    decoders' types (dict, list, str, int, bool, float, None: a scalar's type is part of the
-    key, so ``1``, ``1.0``, ``True`` and ``"1"`` differ, and a float is keyed by its repr);
-    any other type raises :class:`_Unkeyable` (such a value is checked in full)."""
-    t = type(x)
-    if t is _str:
-        return x
-    if t is _dict:
-        out: list[Any] = [_DICT_TAG]
-        append = out.append
-        for k, val in x.items():
-            append(k if type(k) is _str else _value_key(k))
-            append(val if type(val) is _str else _value_key(val))
-        return tuple(out)
-    if t is _list:
-        return (_LIST_TAG, *[i if type(i) is _str else _value_key(i) for i in x])
-    if t is int or t is bool or x is None:
-        return (t, x)
-    if t is float:
-        return (t, repr(x))
-    raise _Unkeyable
+def _value_key(x: Any) -> bytes:
+    """A key equal for two values exactly when they are the same tree of the same builtin
+    types: ``marshal`` (format 2, which writes no back-references, so equal values give equal
+    bytes) writes each value's exact type with it (``1``, ``1.0``, ``True`` and ``"1"`` differ,
+    a list is not a tuple, a float is its bits) and refuses any other type, a subclass of a
+    builtin one included, and a tree nested too deep: those raise :class:`_Unkeyable` (such a
+    value is checked in full)."""
+    try:
+        return _marshal(x, 2)
+    except ValueError:
+        raise _Unkeyable from None
 
 
 def _remember(memo: set[Any], key: Any) -> None:
@@ -201,7 +187,7 @@ _VALID_LABELS: set[tuple[tuple[Any, Any], ...]] = set()
 # Namespace names found valid.
 _VALID_NAMESPACES: set[str] = set()
 # Pod specs found valid by `_pod_spec`, by `_value_key`.
-_VALID_POD_SPECS: set[Any] = set()
+_VALID_POD_SPECS: set[bytes] = set()
 
 
 def _labels(v: _V, path: Path, labels: Any) -> None:
