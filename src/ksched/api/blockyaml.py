@@ -21,13 +21,16 @@ and PS are skipped):
 
 Everything else (anchors, aliases, tags, merge keys, flow collections with content, block
 scalars, multi-line scalars, ``key:`` with nothing after it, a top-level sequence, directives,
-``...``) is left to PyYAML. Upstream has no such reader: kubectl reads YAML with
+``...``) is left to PyYAML. Documents of one shape (the same lines but for their values: the
+pods of one app) are built by replaying what building the first of them did (``PLANS``).
+Upstream has no such reader: kubectl reads YAML with
 sigs.k8s.io/yaml (YAML 1.1 rules for these scalars), as PyYAML does.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import yaml
@@ -93,8 +96,12 @@ def _scalar(text: str) -> tuple[int, Any]:
 
 
 # Each distinct line read (generated manifests repeat most of their lines): (column, whether it
-# is a sequence entry, the key or None, the value's kind and value, or None for "key:").
-_Line = tuple[int, bool, "str | None", "tuple[int, Any] | None"]
+# is a sequence entry, the key or None, the value's kind and value, or None for "key:", and
+# the line's shape: a small int naming (column, entry, key, whether it has a value), all that
+# building a document reads of a line but the value it stores).
+_Line = tuple[int, bool, "str | None", "tuple[int, Any] | None", int]
+_SHAPES: dict[tuple[int, bool, str | None, bool], int] = {}
+_SHAPES_LOCK = threading.Lock()
 
 
 def _line(line: str, lines: dict[str, _Line]) -> _Line:
@@ -107,9 +114,21 @@ def _line(line: str, lines: dict[str, _Line]) -> _Line:
             # A key PyYAML reads as a number, a boolean, a merge key, ...; or longer than its
             # simple keys may be (an error there).
             raise _Decline
-        parsed = (len(ind_s), dash is not None, key, None if value is None else _scalar(value))
+        val = None if value is None else _scalar(value)
     else:
-        parsed = (len(ind_s), dash is not None, None, _scalar(item))
+        val = _scalar(item)
+    shape = (len(ind_s), dash is not None, key, val is not None)
+    sid = _SHAPES.get(shape)
+    if sid is None:
+        with _SHAPES_LOCK:  # (one number per shape, whichever thread reads it first)
+            sid = _SHAPES.get(shape)
+            if sid is None:
+                sid = len(_SHAPES)
+                if sid < 100_000:
+                    _SHAPES[shape] = sid
+                else:
+                    sid = -1  # (a shape not remembered: its documents are built line by line)
+    parsed = (shape[0], shape[1], key, val, sid)
     lines[line] = parsed
     return parsed
 
@@ -139,15 +158,34 @@ def read_documents(text: str, strings: dict[str, str]) -> list[Any] | None:
         return None
 
 
+# What building a document did, step by step: (_SET, container, key, line) sets a key of a
+# mapping to the line's value, (_ITEM, container, None, line) appends it to a sequence,
+# (_MAP / _SEQ, container, key, 0) makes a new mapping / sequence at a key, (_ENTRY, container,
+# None, 0) appends a new mapping to a sequence; containers are numbered as made, the root 0.
+_SET, _ITEM, _MAP, _SEQ, _ENTRY_MAP = range(5)
+_Plan = list[tuple[int, int, "str | None", int]]
+
+
+# Documents of one shape (the same lines but for their values: the pods of one app) are built
+# alike: the first one line by line (`_build`), which records what it did (`_Plan`); the next
+# ones replay that with their own values (`_replay`). False is the reference: every document
+# built line by line.
+PLANS = True
+_PLANS_MAX = 4096
+_plans: dict[tuple[int, ...], _Plan] = {}
+
+
 def _documents(text: str, strings: dict[str, str]) -> list[Any]:
     docs: list[Any] = []
     lines: dict[str, _Line] = {}  # the lines of this text read so far
-    # The open collections, innermost last: (column of its entries, the dict or list).
-    stack: list[tuple[int, Any]] = []
-    pending: tuple[dict[str, Any], str, int] | None = None  # "key:" waiting for its block
+    doc: list[_Line] = []  # the current document's lines
     started = False  # a document is open (explicitly, or implicitly by content)
-    root: dict[str, Any] | None = None
     for line in text.split("\n"):
+        got = lines.get(line)
+        if got is not None:  # a content line read before (the checks below passed it)
+            doc.append(got)
+            started = True
+            continue
         if not line or line[-1] == " " or line.lstrip(" ")[:1] == "#":
             if line.strip(" ") == "":
                 continue
@@ -160,45 +198,113 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
             if line != "---":
                 raise _Decline
             if started:
-                if root is None or pending is not None:
-                    raise _Decline  # an empty document, or "key:" with nothing after it
-                docs.append(root)
+                if not doc:
+                    raise _Decline  # an empty document
+                docs.append(_document(doc, strings))
             started = True
-            root = None
-            stack = []
-            pending = None
+            doc = []
             continue
-        got = lines.get(line)
-        ind, dash, key, value = got if got is not None else _line(line, lines)
+        doc.append(_line(line, lines))
         started = True
+    if doc:
+        docs.append(_document(doc, strings))
+    elif started:
+        raise _Decline  # an explicit empty document
+    return docs
+
+
+def _document(doc: list[_Line], strings: dict[str, str]) -> dict[str, Any]:
+    if not PLANS:
+        return _build(doc, strings, None)
+    key = tuple([ln[4] for ln in doc])
+    plan = _plans.get(key)
+    if plan is not None:
+        return _replay(plan, doc, strings)
+    plan = []
+    root = _build(doc, strings, plan)
+    if -1 not in key:
+        if len(_plans) >= _PLANS_MAX:
+            _plans.clear()
+        _plans[key] = plan
+    return root
+
+
+
+
+def _replay(plan: _Plan, doc: list[_Line], strings: dict[str, str]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    made: list[Any] = [root]
+    setdefault = strings.setdefault
+    for op, c, k, i in plan:
+        if op <= _ITEM:
+            kind, v = doc[i][3]  # type: ignore[misc]
+            if kind == _SCALAR:  # (as _value)
+                if v.__class__ is str and len(v) <= 64:
+                    v = setdefault(v, v)
+            else:
+                v = {} if kind == _EMPTY_MAP else []
+            if op == _SET:
+                made[c][k] = v
+            else:
+                made[c].append(v)
+        elif op == _MAP:
+            new: dict[str, Any] = {}
+            made[c][k] = new
+            made.append(new)
+        elif op == _SEQ:
+            seq: list[Any] = []
+            made[c][k] = seq
+            made.append(seq)
+        else:
+            new = {}
+            made[c].append(new)
+            made.append(new)
+    return root
+
+
+def _build(doc: list[_Line], strings: dict[str, str], plan: _Plan | None) -> dict[str, Any]:
+    """One document, line by line (raises _Decline outside the subset); what it does is
+    appended to ``plan`` when given."""
+    # The open collections, innermost last: (column of its entries, the dict or list, its number).
+    stack: list[tuple[int, Any, int]] = []
+    pending: tuple[dict[str, Any], str, int, int] | None = None  # "key:" waiting for its block
+    root: dict[str, Any] | None = None
+    made = 0  # containers made
+    for i, (ind, dash, key, value, _) in enumerate(doc):
         if root is None:
             if ind or dash or key is None:
                 raise _Decline  # a document is a block mapping at column 0
             root = {}
-            stack = [(0, root)]
+            stack = [(0, root, 0)]
         if pending is not None:
-            pmap, pkey, pind = pending
+            pmap, pkey, pind, pnum = pending
             pending = None
             if dash and ind >= pind:
                 seq: list[Any] = []
                 pmap[pkey] = seq
-                stack.append((ind, seq))
+                made += 1
+                stack.append((ind, seq, made))
+                if plan is not None:
+                    plan.append((_SEQ, pnum, pkey, 0))
             elif not dash and ind > pind:
                 new: dict[str, Any] = {}
                 pmap[pkey] = new
-                stack.append((ind, new))
+                made += 1
+                stack.append((ind, new, made))
+                if plan is not None:
+                    plan.append((_MAP, pnum, pkey, 0))
             else:
                 raise _Decline  # "key:" with nothing after it (null)
         while stack[-1][0] > ind:
             stack.pop()
             if not stack:
                 raise _Decline
-        col, top = stack[-1]
+        col, top, num = stack[-1]
         if not dash and top.__class__ is list and col == ind:
             stack.pop()  # a sequence at its key's column ends with the next key
             if not stack:
                 raise _Decline
-            col, top = stack[-1]
+            col, top, num = stack[-1]
         if col != ind:
             raise _Decline
         if dash:
@@ -206,12 +312,18 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
                 raise _Decline
             if key is None:
                 top.append(_value(value, strings))  # type: ignore[arg-type]
+                if plan is not None:
+                    plan.append((_ITEM, num, None, i))
                 continue
             # "- key: ...": a mapping whose entries are two columns further in.
             new = {}
             top.append(new)
-            stack.append((ind + 2, new))
+            made += 1
+            if plan is not None:
+                plan.append((_ENTRY_MAP, num, None, 0))
+            stack.append((ind + 2, new, made))
             top = new
+            num = made
             ind += 2
         elif top.__class__ is not dict or key is None:
             raise _Decline
@@ -219,13 +331,11 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
             raise _Decline  # deep enough that PyYAML, building recursively, may hit the recursion limit
         k = strings.setdefault(key, key)
         if value is None:
-            pending = (top, k, ind)
+            pending = (top, k, ind, num)
         else:
             top[k] = _value(value, strings)
-    if pending is not None:
+            if plan is not None:
+                plan.append((_SET, num, k, i))
+    if pending is not None or root is None:
         raise _Decline
-    if root is not None:
-        docs.append(root)
-    elif started:
-        raise _Decline  # an explicit empty document
-    return docs
+    return root
