@@ -202,8 +202,10 @@ def _runtime_class_getter(lookup: Lookup) -> Callable[[str], RuntimeClass | None
 
 
 def _limit_ranges(lookup: Lookup, namespace: str) -> list[LimitRange]:
-    return sorted((lr for lr in lookup.list("LimitRange", namespace) if isinstance(lr, LimitRange)),
-                  key=lambda lr: lr.name)
+    found = lookup.list("LimitRange", namespace)
+    if not found:
+        return []  # (most namespaces: every pod asks twice)
+    return sorted((lr for lr in found if isinstance(lr, LimitRange)), key=lambda lr: lr.name)
 
 
 def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset(), *,
