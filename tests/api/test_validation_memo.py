@@ -13,12 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksched.api import validation
+from ksched.api import resource_validation, validation
 from ksched.api.errors import FieldError
 from ksched.api.validation import _Unkeyable, _value_key, validate
 
 
 def _clear() -> None:
+    resource_validation._VALID_CLAIM_SPECS.clear()
     validation._VALID_LABELS.clear()
     validation._VALID_NAMESPACES.clear()
     validation._VALID_POD_SPECS.clear()
@@ -62,8 +63,12 @@ _PLACEMENTS: list[dict[str, Any]] = [
     {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}], "priority": 10},
     {"schedulingGates": [{"name": "example.com/wait"}], "terminationGracePeriodSeconds": 0},
     {"preemptionPolicy": "Never", "nodeName": "node-1", "overhead": {"cpu": "10m"}},
+    {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]},
     {},
 ]
+
+
+_BARE = len(_PLACEMENTS) - 1
 
 
 def _pod(i: int, placement: int, ns: str = "team-1", cpu: str = "250m") -> dict[str, Any]:
@@ -176,9 +181,9 @@ def test_values_equal_under_eq_but_of_another_type_are_not_taken_for_valid(valid
 
 def test_labels_and_namespaces_remembered_valid_still_refuse_their_misuses() -> None:
     _clear()
-    assert memoized(_pod(0, 10)) == []
+    assert memoized(_pod(0, _BARE)) == []
     # The same labels with a value of another type; the same namespace on a cluster-scoped kind.
-    bad = _pod(1, 10)
+    bad = _pod(1, _BARE)
     bad["metadata"]["labels"] = {"app": "a", "style": 1}
     assert [str(e) for e in memoized(bad)] == ['metadata.labels[style]: Invalid value: 1: label values must be strings']
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "namespace": "team-1"}}
@@ -216,7 +221,7 @@ def test_an_equal_spec_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_memo_stays_bounded() -> None:
     _clear()
     for i in range(validation._MEMO_MAX + 10):
-        raw = _pod(i, 10)
+        raw = _pod(i, _BARE)
         raw["spec"]["priority"] = i
         assert memoized(raw) == []
     assert 0 < len(validation._VALID_POD_SPECS) <= validation._MEMO_MAX
@@ -242,7 +247,42 @@ def test_other_types_have_no_key(other: Any) -> None:
     with pytest.raises(_Unkeyable):
         _value_key({"a": [other]})
     _clear()
-    raw = _pod(0, 10)
+    raw = _pod(0, _BARE)
     raw["spec"]["nodeSelector"] = {"a": other}
     assert memoized(raw) == reference(raw)
     assert not validation._VALID_POD_SPECS  # (a subclass of str is a valid label value: checked in full)
+
+
+def _claims_pod(i: int, claim: str = "gpu") -> dict[str, Any]:
+    raw = _pod(i, _BARE - 1)
+    raw["spec"]["containers"][0]["resources"]["claims"] = [{"name": claim}]
+    return raw
+
+
+def test_the_claims_validator_remembers_valid_specs_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear()
+    calls: list[Any] = []
+    full = resource_validation._pod_claims_full
+
+    def spy(v: Any, spec: Any) -> None:
+        calls.append(spec)
+        full(v, spec)
+
+    monkeypatch.setattr(resource_validation, "_pod_claims_full", spy)
+    assert memoized(_claims_pod(0)) == [] and memoized(_claims_pod(1)) == []
+    assert len(calls) == 1
+    bad = _claims_pod(2, claim="other")
+    assert [str(e) for e in memoized(bad)] == ['spec.containers[0].resources.claims[0]: Not found: "other"']
+    assert memoized(bad) == reference(bad)
+
+
+def test_a_spec_changed_after_its_validation_is_not_taken_for_the_one_remembered() -> None:
+    """The key the pod's validation computed is for the spec as it was: the same object,
+    changed so that it has no key (a tuple) and invalid claims, is checked in full."""
+    _clear()
+    raw = _claims_pod(0)
+    assert memoized(raw) == []
+    raw["spec"]["containers"][0]["resources"]["claims"] = [{"name": "other"}]
+    raw["spec"]["nodeSelector"] = {"a": ("x",)}
+    assert memoized(raw) == reference(raw) != []
+    assert validation.pod_spec_key(raw["spec"]) is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ksched.api import validation
 from ksched.api.dracel import MAX_EXPRESSION_LENGTH, CelError, compile_selector
 from ksched.api.errors import Path
 from ksched.api.quantity import QuantityError, parse_quantity
@@ -24,6 +25,8 @@ from ksched.api.validation import (
     _metadata,
     _node_selector_term,
     _qualified_name_errors,
+    _remember,
+    pod_spec_key,
     register_validator,
 )
 
@@ -545,9 +548,28 @@ def _resource_slice(v: _V, raw: dict[str, Any]) -> None:
                 _quantity(v, p.child("counters").key(str(cn)).child("value"), cvm.get("value"))
 
 
+# Pod specs `_pod_claims_full` found valid, by the key the pod's validation just computed
+# (`validation.pod_spec_key`; `validation.MEMO_VALID = False` is the reference).
+_VALID_CLAIM_SPECS: set[bytes] = set()
+
+
 def _pod_claims(v: _V, raw: dict[str, Any]) -> None:
-    """``spec.resourceClaims`` and the containers' ``resources.claims``."""
+    """``spec.resourceClaims`` and the containers' ``resources.claims``: it reads only the
+    spec, so a spec equal to one found valid is valid."""
     spec = raw.get("spec")
+    key = pod_spec_key(spec) if validation.MEMO_VALID else None
+    if key is None:
+        _pod_claims_full(v, spec)
+        return
+    if key in _VALID_CLAIM_SPECS:
+        return
+    n = len(v.errors)
+    _pod_claims_full(v, spec)
+    if len(v.errors) == n:
+        _remember(_VALID_CLAIM_SPECS, key)
+
+
+def _pod_claims_full(v: _V, spec: Any) -> None:
     if not isinstance(spec, dict):
         return
     sp = Path("spec")

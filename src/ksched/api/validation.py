@@ -520,19 +520,21 @@ def _spread_constraints(v: _V, path: Path, cs: Any) -> None:
 
 
 def _pod(v: _V, raw: dict[str, Any]) -> None:
+    global _last_pod_spec
+    _last_pod_spec = (None, None)
     _metadata(v, raw, True)
     spec = raw.get("spec")
-    if not MEMO_VALID or type(spec) is not dict:
-        _pod_spec(v, Path("spec"), spec)
-        return
-    # `_pod_spec` reads nothing but the spec: a spec equal to one found valid is valid.
-    try:
-        key = _value_key(spec)
-    except _Unkeyable:
-        _pod_spec(v, Path("spec"), spec)
-        return
-    global _last_pod_spec
+    key = None
+    if MEMO_VALID and type(spec) is dict:
+        # `_pod_spec` reads nothing but the spec: a spec equal to one found valid is valid.
+        try:
+            key = _value_key(spec)
+        except _Unkeyable:
+            key = None
     _last_pod_spec = (spec, key)
+    if key is None:
+        _pod_spec(v, Path("spec"), spec)
+        return
     if key in _VALID_POD_SPECS:
         return
     n = len(v.errors)
@@ -541,14 +543,16 @@ def _pod(v: _V, raw: dict[str, Any]) -> None:
         _remember(_VALID_POD_SPECS, key)
 
 
-# The last pod spec `_pod` keyed, and its key (for the loader, which parses the pod next).
+# The spec of the pod `_pod` validated last, and its key (None: not keyed), for what reads the
+# same spec next: the pod's other validators (DRA claims) and the loader's parse.
 _last_pod_spec: tuple[Any, Any] = (None, None)
 
 
 def pod_spec_key(spec: Any) -> Any:
     """The key (`_value_key`) of a pod spec that the last validation of a pod computed, when
     ``spec`` is that very object (and the memo is on), else None: two specs with equal keys
-    are the same values of the same types."""
+    are the same values of the same types. Only right until the spec is changed: the caller
+    asks right after validating it."""
     last, key = _last_pod_spec
     return key if last is spec and spec is not None else None
 
