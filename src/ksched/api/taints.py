@@ -10,6 +10,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "find_untolerated_taint",
+    "fixed_toleration",
     "tolerations_tolerate_taint",
 ]
 
@@ -72,6 +73,9 @@ class Toleration:
     def from_dict(cls, d: dict[str, Any]) -> Toleration:
         """The toleration of a manifest's entry. Tolerations are never changed once made, so equal
         ones are one object (every pod carries the same two defaults of DefaultTolerationSeconds)."""
+        fixed = _FIXED.get(id(d))
+        if fixed is not None and fixed[0] is d and cls is Toleration:
+            return fixed[1]
         args = (d.get("key") or "", d.get("operator") or "", str(d.get("value") or ""), d.get("effect") or "",
                 d.get("tolerationSeconds"))
         if cls is not Toleration:
@@ -107,6 +111,17 @@ class Toleration:
 
 
 _SHARED_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
+# Toleration entries never changed once made (``fixed_toleration``), by identity (each held
+# here, so its id is not reused), with their parse.
+_FIXED: dict[int, tuple[dict[str, Any], Toleration]] = {}
+
+
+def fixed_toleration(d: dict[str, Any]) -> dict[str, Any]:
+    """Register a toleration entry that nobody will change (DefaultTolerationSeconds appends
+    the same two to every pod's manifest): ``Toleration.from_dict`` of this very dict is then
+    its parse, without reading it again. Returns ``d``."""
+    _FIXED[id(d)] = (d, Toleration.from_dict(d))
+    return d
 
 
 def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:

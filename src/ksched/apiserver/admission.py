@@ -34,6 +34,7 @@ from ksched.api.pod import Pod
 from ksched.api.priorityclass import PriorityClass
 from ksched.api.runtimeclass import RuntimeClass
 from ksched.api.serviceaccount import DEFAULT_SERVICE_ACCOUNT
+from ksched.api.taints import fixed_toleration
 from ksched.apiserver import limitranger, runtimeclass
 
 __all__ = ["ADMISSION_PLUGINS", "Lookup", "admit_pod", "admit_priority_class", "check_plugins", "default_pod",
@@ -107,11 +108,12 @@ def default_pod(raw: dict[str, Any]) -> None:
 
 
 # The two default tolerations, one dict each shared by every pod's manifest (stored manifests
-# are never changed in place; every pod carries both).
-_NOT_READY_TOLERATION = {"key": _NOT_READY, "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
-_UNREACHABLE_TOLERATION = {"key": _UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
-                           "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+# are never changed in place; every pod carries both), registered as such: parsing a pod reads
+# them no more.
+_NOT_READY_TOLERATION = fixed_toleration({"key": _NOT_READY, "operator": "Exists", "effect": "NoExecute",
+                                          "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+_UNREACHABLE_TOLERATION = fixed_toleration({"key": _UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
+                                            "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
 
 
 def _default_tolerations(spec: dict[str, Any]) -> None:
