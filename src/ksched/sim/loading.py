@@ -76,6 +76,8 @@ def order(raws: Sequence[dict[str, Any]]) -> list[int]:
     other = rank["*"]
     by_rank = sorted(range(len(raws)), key=lambda i: (rank.get(_kind(raws[i]), other), i))
     by_uid = {u: i for i, r in enumerate(raws) if (u := _uid(r))}
+    if not by_uid:
+        return by_rank  # no object names a uid (manifests as written): none is another's owner
     # Owners wait for their dependents: a depth-first walk emits an object's dependents first.
     dependents: dict[int, list[int]] = {}
     for i in by_rank:
@@ -83,6 +85,8 @@ def order(raws: Sequence[dict[str, Any]]) -> list[int]:
             j = by_uid.get(u)
             if j is not None and j != i:
                 dependents.setdefault(j, []).append(i)
+    if not dependents:
+        return by_rank
     out: list[int] = []
     state: dict[int, int] = {}  # 1: being visited, 2: done
 
