@@ -31,6 +31,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.signers import IMAGE_NAMES_SIGNER_NAME
 from ksched.scheduler.framework.status import Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import ImageStateSummary, NodeInfo
 
 __all__ = [
@@ -77,7 +78,7 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
 
 def _pod_images(pod: Pod) -> tuple[str, ...]:
     """Normalized images of init containers then containers (one entry per container)."""
-    c = pod.cached()
+    c = template_cache(pod)
     imgs = c.get("imagelocality.images")
     if imgs is None:
         imgs = c["imagelocality.images"] = tuple(

@@ -51,6 +51,7 @@ from ksched.scheduler.framework.signers import (
     node_selector_signer,
 )
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.helper import (
     OBJECT_NAME_FIELD,
@@ -88,8 +89,8 @@ class _PreScoreState(StateData):
 
 
 def _pod_preferred(pod: Pod) -> PreferredSchedulingTerms | None:
-    """The pod's preferred terms, parsed once per Pod object (None when it has none)."""
-    c = pod.cached()
+    """The pod's preferred terms, parsed once per template (None when it has none)."""
+    c = template_cache(pod)
     if "nodeaffinity.preferred" in c:
         return c["nodeaffinity.preferred"]  # type: ignore[no-any-return]
     aff = pod.affinity

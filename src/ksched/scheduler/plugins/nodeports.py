@@ -36,6 +36,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.signers import HOST_PORTS_SIGNER_NAME, host_ports_signer
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import HostPortInfo, NodeInfo
 
 __all__ = ["ERR_REASON", "NodePorts", "fits", "fits_ports"]
@@ -54,6 +55,15 @@ class _PreFilterState(StateData):
 
 def _port_tuples(ports: Sequence[ContainerPort]) -> tuple[tuple[str, str, int], ...]:
     return tuple((p.host_ip, p.protocol, p.host_port) for p in ports)
+
+
+def _wanted_ports(pod: Pod) -> tuple[tuple[str, str, int], ...]:
+    """The pod's (hostIP, protocol, hostPort) wanted, worked out once per template."""
+    c = template_cache(pod)
+    want = c.get("nodeports.want")
+    if want is None:
+        want = c["nodeports.want"] = _port_tuples(pod.host_ports())
+    return want  # type: ignore[no-any-return]
 
 
 def fits_ports(want: Sequence[tuple[str, str, int]], in_use: HostPortInfo) -> bool:
@@ -85,10 +95,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, Vect
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
-        ports = pod.host_ports()
-        if not ports:
+        want = _wanted_ports(pod)
+        if not want:
             return None, Status.skip()
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(_port_tuples(ports)))
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(want))
         return None, None
 
     def _wanted(self, state: CycleState) -> _PreFilterState | Status:
@@ -107,7 +117,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, Vect
 
     def row_local_key(self, pod: Pod) -> Any:
         """The verdict on a node depends only on its used ports and the pod's host ports."""
-        return _port_tuples(pod.host_ports())
+        return _wanted_ports(pod)
 
     def filter_nodes(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
         s = self._wanted(state)

@@ -29,6 +29,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.signers import TOLERATIONS_SIGNER_NAME, tolerations_signer
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo
 
 __all__ = ["ERR_REASON_UNKNOWN_CONDITION", "ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
@@ -60,7 +61,7 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFil
         return self._status
 
     def row_local_key(self, pod: Pod) -> Any:
-        c = pod.cached()
+        c = template_cache(pod)
         k = c.get("nodeunschedulable.tolerated")
         if k is None:
             k = c["nodeunschedulable.tolerated"] = tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)

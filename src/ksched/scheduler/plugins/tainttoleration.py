@@ -54,6 +54,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.signers import TOLERATIONS_SIGNER_NAME, tolerations_signer
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.helper import default_normalize_score
 
@@ -76,7 +77,7 @@ def _tolerations_key(tolerations: Sequence[Toleration]) -> TolerationKey:
 
 
 def _pod_tolerations_key(pod: Pod) -> TolerationKey:
-    c = pod.cached()
+    c = template_cache(pod)
     k = c.get("tainttoleration.key")
     if k is None:
         k = c["tainttoleration.key"] = _tolerations_key(pod.tolerations)

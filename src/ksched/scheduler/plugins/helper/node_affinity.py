@@ -23,6 +23,7 @@ from ksched.api.labels import NodeSelector, NodeSelectorTerm, Requirement
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.boundedcache import BoundedCache
+from ksched.scheduler.framework.template import template_cache
 
 __all__ = [
     "OBJECT_NAME_FIELD",
@@ -382,8 +383,8 @@ class RequiredNodeAffinity:
 
 
 def get_required_node_affinity(pod: Pod) -> RequiredNodeAffinity:
-    """The pod's RequiredNodeAffinity, computed once per Pod object."""
-    c = pod.cached()
+    """The pod's RequiredNodeAffinity, computed once per template (``template_cache``)."""
+    c = template_cache(pod)
     r = c.get("nodeaffinity.required")
     if r is None:
         aff = pod.affinity

@@ -67,6 +67,7 @@ from ksched.scheduler.framework.interface import (
 )
 from ksched.scheduler.framework.signers import RESOURCES_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.dynamicresources.manager import existing_manager
 from ksched.scheduler.plugins.noderesources.least_allocated import (
@@ -312,7 +313,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     # ---------------------------------------------------------------- PreFilter / Filter
 
     def _pre_filter_state(self, pod: Pod) -> _PreFilterState:
-        cache = pod.cached()
+        cache = template_cache(pod)
         s = cache.get(self._state_key)
         if s is None:
             reqs = pod_requests(pod)

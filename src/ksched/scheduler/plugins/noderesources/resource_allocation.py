@@ -40,6 +40,7 @@ from ksched.api.resources import (
 from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import CPU, EPHEMERAL, MEMORY, NodeTable
 from ksched.scheduler.framework.interface import MAX_NODE_SCORE
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo
 
 __all__ = [
@@ -146,8 +147,8 @@ def pod_request_list(pod: Pod, spec: ResourceSpec, use_requested: bool, pod_leve
     """The pod's request of each configured resource (upstream's calculatePodResourceRequestList):
     non-zero cpu/memory unless ``use_requested``; real requests for everything else; pod-level
     resources counted unless ``pod_level`` is False (NodeResourcesFit's scorer, see
-    ``pod_container_requests``). Cached on the pod per resource list."""
-    cache = pod.cached()
+    ``pod_container_requests``). Cached per resource list, for the pod's template."""
+    cache = template_cache(pod)
     key = spec.cache_key_requested if use_requested else spec.cache_key_non_zero
     if not pod_level:
         key += ":containers"
@@ -178,7 +179,7 @@ def requests_row_key(pod: Pod) -> Any:
     only on the NodeInfo and the pod's requests (real and non-zero, with pod-level resources,
     and from the containers alone where they differ); cached on the pod, one key for all of
     them."""
-    c = pod.cached()
+    c = template_cache(pod)
     k = c.get("rowkey:requests")
     if k is None:
         reqs, nz = pod_requests(pod), pod_non_zero_requests(pod)

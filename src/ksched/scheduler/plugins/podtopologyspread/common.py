@@ -32,6 +32,7 @@ from ksched.api.node import Node
 from ksched.api.pod import Pod, TopologySpreadConstraint
 from ksched.api.taints import Toleration, find_untolerated_taint
 from ksched.boundedcache import BoundedCache
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import PodInfo
 
 __all__ = [
@@ -132,8 +133,9 @@ def _from_api(c: TopologySpreadConstraint) -> _Constraint:
 
 
 def _pod_constraints(pod: Pod, action: str) -> tuple[_Constraint, ...]:
-    """The pod's own constraints with ``whenUnsatisfiable == action`` (computed once per Pod)."""
-    cache = pod.cached()
+    """The pod's own constraints with ``whenUnsatisfiable == action`` (computed once per
+    template: they read the spec and, for matchLabelKeys, the labels)."""
+    cache = template_cache(pod)
     key = "podtopologyspread." + action
     got = cache.get(key)
     if got is None:
@@ -228,7 +230,7 @@ class _RequiredAffinity:
 
 
 def _required_affinity(pod: Pod) -> _RequiredAffinity:
-    cache = pod.cached()
+    cache = template_cache(pod)
     r = cache.get("podtopologyspread.affinity")
     if r is None:
         r = cache["podtopologyspread.affinity"] = _RequiredAffinity(pod)

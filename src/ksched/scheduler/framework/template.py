@@ -1,0 +1,92 @@
+"""Values the scheduling cycle derives from a pod's spec, shared by the pods of one template.
+
+Replicas of one template (a Deployment's pods, one app of a manifest directory) reach the
+scheduler one after the other, each a separate object parsed from its own manifest, and each
+scheduled once: every value a plugin derives from the pod and keeps on it (``Pod.cached()``:
+its requests and their row-cache key, its tolerations' key, its host ports, its required node
+affinity, its spread constraints, its images) is worked out again for every replica, although
+the result is the same for all of them.
+
+:func:`template_cache` gives the dict those values are kept in: one dict for every pod whose
+namespace, labels and spec are the same, so each value is worked out once per template. Pods
+are the same template when ``marshal.dumps((namespace, labels, spec))`` gives the same bytes:
+``marshal`` writes the type of every value (``1``, ``1.0`` and ``True`` differ, as do ``"1"``
+and ``1``) and the order of every dict's keys, and reading the bytes back gives the value
+again, so equal bytes mean values that no parser can tell apart. A manifest value ``marshal``
+cannot write (a YAML timestamp, a subclass of ``dict``) makes the pod its own template (its
+``Pod.cached()``). Only values that are functions of the namespace, the labels and the spec may
+be kept there (the pod's name, uid, annotations, owner references and status are not part of
+the key), and, as in ``Pod.cached()``, they are shared and must not be modified.
+
+This relies on what ``ksched.api.pod`` guarantees: a Pod's parsed spec fields are those of its
+``raw`` manifest (``Pod.admitted`` shares the loaded pod's parsed containers only where
+admission left them as they were; ``Pod.with_status`` keeps the same spec).
+
+:data:`SHARED` off (``per_pod()``) keeps every value on its own pod: the reference, which
+``tests/scheduler/framework/test_template.py`` holds the shared values to.
+
+Not an upstream file: upstream's plugins compute these per pod and cycle (Go's cost for that is
+small); opportunistic batching (``batch.py``) reuses whole cycles, not parts of them.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ksched.api.pod import Pod
+from ksched.boundedcache import BoundedCache
+
+__all__ = ["SHARED", "per_pod", "template_cache", "template_key"]
+
+# Whether pods of one template share their derived values (False: each pod keeps its own).
+SHARED = True
+
+_KEY = "template.cache"
+_OWN: dict[str, Any] = {}  # marks a pod without a template key: its values stay on it
+
+# template key -> the shared dict. Forgetting one costs only the time to work its values out again.
+_TEMPLATES: BoundedCache[bytes, dict[str, Any]] = BoundedCache(4096)
+
+
+def template_key(pod: Pod) -> bytes:
+    """The bytes that identify the pod's template (b"" when it has none)."""
+    try:
+        return marshal.dumps((pod.namespace, pod.labels, pod.raw.get("spec")))
+    except ValueError:
+        return b""
+
+
+def template_cache(pod: Pod) -> dict[str, Any]:
+    """The dict for values derived from the pod's namespace, labels and spec alone: shared by
+    every pod of its template (the pod's own ``cached()`` with :data:`SHARED` off)."""
+    c = pod.cached()
+    if not SHARED:
+        return c
+    t = c.get(_KEY)
+    if t is None:
+        key = template_key(pod)
+        if not key:
+            c[_KEY] = _OWN
+            return c
+        t = _TEMPLATES.get(key)
+        if t is None:
+            t = _TEMPLATES.put(key, {})
+        c[_KEY] = t
+    elif t is _OWN:
+        return c
+    return t  # type: ignore[no-any-return]
+
+
+@contextmanager
+def per_pod() -> Iterator[None]:
+    """Within the block, every pod keeps its derived values to itself (the reference)."""
+    global SHARED
+    old = SHARED
+    SHARED = False
+    try:
+        yield
+    finally:
+        SHARED = old
