@@ -16,6 +16,7 @@ from tests.scheduler.test_fast_paths_agree import _cluster, _outcomes
 
 from ksched.api.pod import Pod
 from ksched.scheduler.framework import template
+from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.template import per_pod, template_cache, template_key
 from ksched.scheduler.plugins.helper.node_affinity import get_required_node_affinity
 from ksched.scheduler.plugins.imagelocality import _pod_images
@@ -29,7 +30,11 @@ from ksched.scheduler.plugins.noderesources.resource_allocation import (
 )
 from ksched.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from ksched.scheduler.plugins.podtopologyspread.common import _pod_constraints, _required_affinity
-from ksched.scheduler.plugins.tainttoleration import _pod_tolerations_key
+from ksched.scheduler.plugins.tainttoleration import (
+    PRE_SCORE_STATE_KEY,
+    TaintToleration,
+    _pod_tolerations_key,
+)
 from ksched.testing import make_pod
 
 
@@ -176,6 +181,10 @@ def _derived(pod: Pod, fit: Fit, unschedulable: NodeUnschedulable) -> dict[str, 
         "node_affinity.preferred": pref.key if pref is not None else None,
         "spread.affinity": _required_affinity(pod).key,
     }
+    cs = CycleState()
+    TaintToleration({}, None).pre_score(cs, pod, None)  # type: ignore[arg-type]
+    tt = cs.get(PRE_SCORE_STATE_KEY)
+    out["tainttoleration.prescore"] = (tuple(t.key_tuple() for t in tt.tolerations), tt.key)
     for action in ("DoNotSchedule", "ScheduleAnyway"):
         out["spread." + action] = [(c.max_skew, c.topology_key, c.selector.key, c.min_domains, c.honor_affinity,
                                     c.honor_taints) for c in _pod_constraints(pod, action)]

@@ -152,7 +152,12 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     # ---------------------------------------------------------------- PreScore / Score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(prefer_no_schedule_tolerations(pod.tolerations)))
+        # Immutable, and a function of the tolerations alone: one per template.
+        c = template_cache(pod)
+        st = c.get("tainttoleration.prescore")
+        if st is None:
+            st = c["tainttoleration.prescore"] = _PreScoreState(prefer_no_schedule_tolerations(pod.tolerations))
+        state.write(PRE_SCORE_STATE_KEY, st)
         return None
 
     def _pre_score_state(self, state: CycleState) -> _PreScoreState | Status:
