@@ -7,12 +7,15 @@ import threading
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from api_objects import mkpod
 from ksched.api.errors import BadRequest, Gone
 from ksched.api.labels import parse_field_selector, parse_label_selector
 from ksched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from ksched.apiserver.store import Store
+from ksched.apiserver.watch import history_event
 from ksched.clock import VirtualClock
 
 
@@ -230,3 +233,30 @@ def test_watch_iterates_until_closed(store: Store) -> None:
     store.create(mkpod("c"))  # after the stream closed: not delivered
     # What was received before the close is still read, then the iteration ends.
     assert [e.object.name for e in w] == ["a", "b"]  # type: ignore[union-attr]
+
+
+@given(etype=st.sampled_from([ADDED, MODIFIED, DELETED, BOOKMARK, "ERROR"]),
+       rv=st.integers(min_value=0, max_value=2**63), has_obj=st.booleans(), has_prev=st.booleans())
+@settings(max_examples=50, deadline=None)
+def test_history_event_is_the_dataclass_event(etype: str, rv: int, has_obj: bool, has_prev: bool) -> None:
+    """The store's history events, made through the slots, are the dataclass's events: equal,
+    the same hash and repr, and frozen."""
+    from ksched.api.pod import Pod
+    obj = Pod.from_dict(mkpod("a")) if has_obj else None
+    prev = Pod.from_dict(mkpod("b")) if has_prev else None
+    fast, ref = history_event(etype, obj, rv, prev), WatchEvent(etype, obj, rv, prev)
+    assert type(fast) is WatchEvent
+    assert fast == ref and hash(fast) == hash(ref) and repr(fast) == repr(ref)
+    assert (fast.type, fast.object, fast.resource_version, fast.prev) == (etype, obj, rv, prev)
+    with pytest.raises(AttributeError):
+        fast.type = "X"  # type: ignore[misc]
+
+
+def test_commit_gives_watches_the_history_event(store: Store) -> None:
+    w = store.watch("Pod", resource_version=store.resource_version)
+    store.create(mkpod("a"))
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+    evs = w.drain()
+    hist = list(store.watch_cache._history["Pod"])[-2:]
+    assert [e is h for e, h in zip(evs, hist, strict=True)] == [True, True]
+    assert evs[1] == WatchEvent(MODIFIED, hist[1].object, hist[1].resource_version, hist[0].object)

@@ -20,7 +20,26 @@ from ksched.api.meta import KubeObject
 from ksched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from ksched.apiserver.fields import field_values
 
-__all__ = ["Watch", "WatchCache"]
+__all__ = ["Watch", "WatchCache", "history_event"]
+
+# A WatchEvent made through its slots' descriptors: the frozen dataclass's ``__init__`` sets each
+# field with ``object.__setattr__`` (about 1.3 against 0.7 us; the store makes one per write).
+_new = object.__new__
+_set_type = WatchEvent.__dict__["type"].__set__
+_set_object = WatchEvent.__dict__["object"].__set__
+_set_rv = WatchEvent.__dict__["resource_version"].__set__
+_set_prev = WatchEvent.__dict__["prev"].__set__
+
+
+def history_event(etype: str, obj: KubeObject | None, rv: int, prev: KubeObject | None) -> WatchEvent:
+    """``WatchEvent(etype, obj, rv, prev)``, the same event, made faster (the store's history
+    event of every write)."""
+    ev = _new(WatchEvent)
+    _set_type(ev, etype)
+    _set_object(ev, obj)
+    _set_rv(ev, rv)
+    _set_prev(ev, prev)
+    return ev
 
 
 class Watch:
@@ -183,7 +202,7 @@ class WatchCache:
     def commit(self, kind: str, etype: str, old: KubeObject | None, new: KubeObject | None, rv: int) -> None:
         """Record a committed change and send it to every open watch of its kind."""
         obj = new if new is not None else old
-        ev = WatchEvent(etype, obj, rv, old if etype != DELETED else None)
+        ev = history_event(etype, obj, rv, old if etype != DELETED else None)
         hist = self._history[kind]
         if len(hist) >= self.history_size:
             dropped = hist.popleft()
