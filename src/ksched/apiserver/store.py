@@ -241,6 +241,10 @@ class Store:
         # its manifest is parsed again as any other's (the reference).
         self.share_loaded_parse = True
         self._event_time: tuple[str, float | None] = ("", None)
+        # The PodScheduled condition of the last instant's bindings, shared by them
+        # (:meth:`_scheduled_condition`); False: one per binding (the reference).
+        self.share_status_values = True
+        self._scheduled_at: tuple[str, dict[str, Any]] = ("", {})
         with self._lock:
             for ns in DEFAULT_NAMESPACES:
                 self._create_unlocked({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -1222,8 +1226,7 @@ class Store:
             # ClearingNominatedNodeNameAfterBinding (beta, on in 1.36): the pod is where it goes.
             status.pop("nominatedNodeName", None)
             conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
-            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                          "lastTransitionTime": now_s})
+            conds.append(self._scheduled_condition(now_s))
             status["conditions"] = conds
             raw["status"] = status
             md = dict(raw["metadata"])
@@ -1242,6 +1245,16 @@ class Store:
             self._commit(Pod, MODIFIED, old, new, rv)
         self._written()
         return new
+
+    def _scheduled_condition(self, now_s: str) -> dict[str, Any]:
+        """The PodScheduled=True condition a binding at ``now_s`` writes: one dict for all the
+        bindings of an instant (stored manifests are never changed in place) unless
+        ``share_status_values`` is off (the reference: a dict per binding, equal)."""
+        at, cond = self._scheduled_at
+        if at != now_s or not self.share_status_values:
+            cond = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_s}
+            self._scheduled_at = (now_s, cond)
+        return cond
 
     def enable_pod_conflicts(self) -> None:
         """With the conflict resolver on, also refuse bindings that break a required pod

@@ -191,13 +191,44 @@ class CrashLoopBackOff:
 # ---------------------------------------------------------------- status builders
 
 
-def _condition(ctype: str, status: str, ts: str, reason: str = "", message: str = "") -> dict[str, Any]:
+# Equal status values written at one instant (a condition, a container's running state) are one
+# object for every pod: the statuses the kubelet writes are handed to the store, and nothing
+# changes a stored manifest in place (its readers copy before they change anything). 20,000 pods
+# started at a few instants hold a few dozen condition dicts instead of 60,000. False: a new
+# object for each pod (the reference; equal values).
+SHARE_STATUS_VALUES = True
+_SHARED_MAX = 256  # distinct values kept (those of the last instants): cleared when full
+_shared: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _share(key: tuple[Any, ...], make: Any) -> dict[str, Any]:
+    """The value of ``key`` made once (``make()``), while sharing is on."""
+    if not SHARE_STATUS_VALUES:
+        return make()  # type: ignore[no-any-return]
+    try:
+        v = _shared.get(key)
+    except TypeError:  # an unhashable value (a malformed loaded status): not shared
+        return make()  # type: ignore[no-any-return]
+    if v is None:
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        v = _shared[key] = make()
+    return v
+
+
+def _make_condition(ctype: str, status: str, ts: str, reason: str = "", message: str = "") -> dict[str, Any]:
     c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": ts}
     if reason:
         c["reason"] = reason
     if message:
         c["message"] = message
     return c
+
+
+def _condition(ctype: str, status: str, ts: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    """A pod condition (shared with every other equal one: do not change it in place)."""
+    return _share(("c", ctype, status, type(ts), ts, reason, message),
+                  lambda: _make_condition(ctype, status, ts, reason, message))
 
 
 def pod_conditions(pod: Pod, now: float, ready: bool, reason: str = "", message: str = "") -> list[dict[str, Any]]:
@@ -210,10 +241,10 @@ def pod_conditions(pod: Pod, now: float, ready: bool, reason: str = "", message:
                                 ("ContainersReady", "True" if ready else "False", reason, message),
                                 ("Ready", "True" if ready else "False", reason, message)):
         old = pod.condition(ctype)
-        c = _condition(ctype, status, ts, r, m)
+        since = ts
         if old is not None and old.get("status") == status and old.get("lastTransitionTime"):
-            c["lastTransitionTime"] = old["lastTransitionTime"]
-        out.append(c)
+            since = old["lastTransitionTime"]
+        out.append(_condition(ctype, status, since, r, m))
     return out
 
 
@@ -232,7 +263,9 @@ def container_status(pod: Pod, c: Any, state: dict[str, Any], restart_count: int
 
 
 def running(started: float) -> dict[str, Any]:
-    return {"running": {"startedAt": format_time(started)}}
+    """A running container's state (shared with every other equal one: do not change it)."""
+    ts = format_time(started)
+    return _share(("r", ts), lambda: {"running": {"startedAt": ts}})
 
 
 def terminated(pod: Pod, name: str, restart: int, code: int, started: float | None, finished: float,
