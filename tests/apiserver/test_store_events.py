@@ -115,3 +115,58 @@ def test_the_recorders_events_take_the_direct_path_and_the_rest_do_not(monkeypat
     assert len(store.items("Event")) == 2
     store.create(_event("x", "default", "v1", {}), validated=True)  # not handed over: copied, generic
     assert taken == [True, False]
+
+
+_VALUES = st.one_of(st.none(), st.just(""), st.just("x"), st.integers(-2, 3), st.just({"k": "v"}), st.just({}),
+                    st.just([1]), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(md=st.dictionaries(st.sampled_from(["name", "namespace", "uid", "labels", "generateName", "annotations"]),
+                          st.one_of(st.just("e.1"), st.just(""), st.just({"a": "b"}), st.integers(0, 2)),
+                          min_size=0, max_size=5),
+       fields=st.dictionaries(st.sampled_from(["involvedObject", "reason", "message", "type", "count", "source",
+                                               "action"]), _VALUES, max_size=7))
+@example(md={"name": "e.1", "namespace": "default", "uid": "u"}, fields={"count": True})
+@example(md={"name": "e.1", "namespace": "default", "uid": "u"}, fields={"count": 0, "type": ""})
+def test_recorded_event_object_is_the_parsed_one(md: dict[str, Any], fields: dict[str, Any]) -> None:
+    """``_recorded_event`` builds exactly ``Event.from_dict``'s object (every slot, compared by
+    value and type), or declines (None) and the manifest is parsed."""
+    from ksched.api.meta import _slot_names
+    from ksched.apiserver.store import _recorded_event
+
+    raw = {"apiVersion": "v1", "kind": "Event", "metadata": md, **fields}
+    direct = _recorded_event(raw, md)
+    try:
+        parsed = Event.from_dict(raw)
+    except (TypeError, ValueError, AttributeError):
+        assert direct is None
+        return
+    plain = md.keys() == {"name", "namespace", "uid"} and all(type(v) is str and v for v in md.values()) \
+        and (fields.get("count") is None or type(fields.get("count")) is int)
+    assert (direct is not None) == plain
+    if direct is None:
+        return
+    for slot in _slot_names(Event):
+        a, b = getattr(direct, slot), getattr(parsed, slot)
+        assert (type(a), a) == (type(b), b), slot
+    assert direct.key == parsed.key and direct.raw is raw
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ops, st.booleans())
+def test_direct_event_objects_store_what_parsing_stores(ops: list[tuple[Any, ...]], auto_ns: bool) -> None:
+    def run(objects: bool) -> list[Any]:
+        init = Store.__init__
+
+        def patched(self: Store, *a: Any, **k: Any) -> None:
+            init(self, *a, **k)
+            self.direct_event_objects = objects
+
+        Store.__init__ = patched  # type: ignore[method-assign]
+        try:
+            return _run(True, ops, auto_ns)
+        finally:
+            Store.__init__ = init  # type: ignore[method-assign]
+
+    assert run(True) == run(False)

@@ -31,6 +31,7 @@ import itertools
 import json
 import os
 import random
+import sys
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
@@ -141,6 +142,48 @@ def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None 
                          _group(cls)) from e
 
 
+_EVENT_NEW = Event.__new__
+_RECORDED_METADATA = frozenset(("name", "namespace", "uid"))
+
+
+def _recorded_event(raw: dict[str, Any], md: dict[str, Any]) -> Event | None:
+    """The typed Event of a manifest whose metadata is a name, a namespace and a uid (strings)
+    and nothing else (the event recorder's, in ``Store._create_event``): what ``Event.from_dict``
+    gives it, each attribute set from what the manifest has rather than looked up as in any
+    manifest (no labels, annotations, times, owners or finalizers to read). None for any other
+    (then parsed)."""
+    if md.keys() != _RECORDED_METADATA:
+        return None
+    name, ns, uid = md["name"], md["namespace"], md["uid"]
+    if type(name) is not str or type(ns) is not str or type(uid) is not str or not name or not ns:
+        return None
+    count = raw.get("count")
+    if count is not None and type(count) is not int:
+        return None  # (int() of anything else: parsed, which also refuses what does not convert)
+    e = _EVENT_NEW(Event)
+    e.raw = raw
+    e.name = name
+    e.namespace = ns
+    e._key = sys.intern(f"{ns}/{name}")
+    e.uid = uid
+    e.resource_version = ""
+    e.labels = {}
+    e.annotations = {}
+    e.creation_timestamp = None
+    e.deletion_timestamp = None
+    e.deletion_grace_period_seconds = None
+    e.generation = 0
+    e.finalizers = []
+    e.owner_references = ()
+    e.involved_object = raw.get("involvedObject") or {}
+    e.reason = raw.get("reason") or ""
+    e.message = raw.get("message") or ""
+    e.type = raw.get("type") or "Normal"
+    e.count = count or 1
+    e.source = raw.get("source") or {}
+    return e
+
+
 class _Lookup:
     """What admission reads of the store (called under the store's lock)."""
 
@@ -232,6 +275,9 @@ class Store:
         # generic create steps, none of which changes them (:meth:`_create_event`); False: the
         # generic path (the reference).
         self.direct_events = True
+        # ... and their typed objects built from the manifest they are known to have
+        # (:func:`_recorded_event`); False: parsed (the reference).
+        self.direct_event_objects = True
         # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
@@ -542,7 +588,9 @@ class Store:
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         md["uid"] = self._new_uid()
-        obj = _parse(Event, raw)
+        obj = _recorded_event(raw, md) if self.direct_event_objects else None
+        if obj is None:
+            obj = _parse(Event, raw)
         # The creation time after parsing: events come in bursts of one instant, whose time is
         # parsed back once (as KubeObject reads it).
         ts = format_time(self.now())
