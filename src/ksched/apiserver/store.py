@@ -144,6 +144,12 @@ def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None 
 
 _EVENT_NEW = Event.__new__
 _RECORDED_METADATA = frozenset(("name", "namespace", "uid"))
+# The recorded Events' empty labels, annotations and finalizers: one of each for them all (a
+# stored object's attributes are never changed in place, as its manifest is not), not three
+# empty collections per Event (about 180 bytes each).
+_NO_LABELS: dict[str, str] = {}
+_NO_ANNOTATIONS: dict[str, str] = {}
+_NO_FINALIZERS: list[str] = []
 
 
 def _recorded_event(raw: dict[str, Any], md: dict[str, Any]) -> Event | None:
@@ -167,13 +173,13 @@ def _recorded_event(raw: dict[str, Any], md: dict[str, Any]) -> Event | None:
     e._key = sys.intern(f"{ns}/{name}")
     e.uid = uid
     e.resource_version = ""
-    e.labels = {}
-    e.annotations = {}
+    e.labels = _NO_LABELS
+    e.annotations = _NO_ANNOTATIONS
     e.creation_timestamp = None
     e.deletion_timestamp = None
     e.deletion_grace_period_seconds = None
     e.generation = 0
-    e.finalizers = []
+    e.finalizers = _NO_FINALIZERS
     e.owner_references = ()
     e.involved_object = raw.get("involvedObject") or {}
     e.reason = raw.get("reason") or ""
@@ -278,6 +284,7 @@ class Store:
         # ... and their typed objects built from the manifest they are known to have
         # (:func:`_recorded_event`); False: parsed (the reference).
         self.direct_event_objects = True
+        self._event_source: dict[str, Any] | None = None  # the last Event's source, shared
         # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
@@ -588,6 +595,19 @@ class Store:
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         md["uid"] = self._new_uid()
+        if self.direct_event_objects:
+            # A recorder's Events have the same source: one dict for every Event stored here
+            # with the same one (the same string keys and values in the same order: the same
+            # JSON; the manifest is the store's, and nothing changes it in place).
+            src = raw.get("source")
+            if type(src) is dict:
+                shared = self._event_source
+                if shared is not None and len(src) == len(shared) and all(
+                        type(k) is str and type(v) is str and k == k2 and v == v2
+                        for (k, v), (k2, v2) in zip(src.items(), shared.items(), strict=True)):
+                    raw["source"] = shared
+                else:
+                    self._event_source = src
         obj = _recorded_event(raw, md) if self.direct_event_objects else None
         if obj is None:
             obj = _parse(Event, raw)
