@@ -146,3 +146,14 @@ def test_realistic_run_ends_the_same(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     assert fast == ref
     conds = [o.raw["status"]["conditions"] for o in sim.store.items("Pod")]
     assert conds[0][-1] is conds[1][-1]  # shared (the same instant)
+
+
+def test_run_records_have_no_instance_dict() -> None:
+    """The kubelet keeps one per pod it ran: slots (about 100 bytes), not an instance dict."""
+    from ksched.kubelet.fake import _Run
+
+    run = _Run()
+    assert not hasattr(run, "__dict__")
+    run.epoch += 1
+    with pytest.raises(AttributeError):
+        run.unknown = 1  # type: ignore[attr-defined]

@@ -191,8 +191,8 @@ class CrashLoopBackOff:
 # ---------------------------------------------------------------- status builders
 
 
-# Equal status values written at one instant (a condition, a container's running state) are one
-# object for every pod: the statuses the kubelet writes are handed to the store, and nothing
+# Equal status values written at one instant (a condition, a container's running state, an empty
+# lastState) are one object for every pod: the statuses the kubelet writes are handed to the store, and nothing
 # changes a stored manifest in place (its readers copy before they change anything). 20,000 pods
 # started at a few instants hold a few dozen condition dicts instead of 60,000. False: a new
 # object for each pod (the reference; equal values).
@@ -256,7 +256,7 @@ def container_status(pod: Pod, c: Any, state: dict[str, Any], restart_count: int
                      last_state: dict[str, Any] | None = None, ready: bool = False) -> dict[str, Any]:
     st: dict[str, Any] = {"name": c.name, "image": c.image, "imageID": "", "ready": ready,
                           "restartCount": restart_count, "started": "running" in state, "state": state,
-                          "lastState": last_state or {}}
+                          "lastState": last_state or _share(("lastState",), dict)}
     if "waiting" not in state:
         st["containerID"] = _container_id(pod, c.name, restart_count)
     return st
