@@ -599,3 +599,120 @@ def test_a_polled_batch_of_watch_events_fills_the_fifo_as_one_at_a_time(evs: lis
         one._handle(ev)
     batch._handle_all(evs)
     assert _reflector_state(batch) == _reflector_state(one)
+
+
+# ---------------------------------------------------------------- direct delivery against the FIFO
+
+_DIRECT_OPS = st.lists(st.tuples(
+    st.sampled_from(["create", "create", "label", "status", "status", "delete", "delete_now", "bind", "poll", "poll",
+                     "reflector_poll", "break", "close", "compact", "bookmark", "burst"]),
+    st.integers(0, 5)), max_size=40)
+
+
+def _direct_run(direct: bool, ops: list[tuple[str, int]], history: int, selector: str | None) -> list[Any]:
+    """The same operations on a fresh store, an informer with or without direct delivery: every
+    handler call (with the versions it saw), every poll's count, the indexer and the reflector's
+    resume point after each step. A handler writes too (a pod labelled w=1 added gets an
+    annotation), so deliveries nest with writes."""
+    st_ = Store(VirtualClock(), history=history)
+    for n in ("n1", "n2"):
+        st_.create(mknode(n))
+    inf = SharedInformer(InProcessClient(st_), "Pod", indexers={"node": lambda o: [o.node_name]},  # type: ignore[attr-defined]
+                         field_selector=parse_field_selector(selector) if selector else None)
+    inf.direct_delivery = direct
+    log: list[Any] = []
+
+    def on_add(o: Any) -> None:
+        log.append(("add", o.key, o.resource_version))
+        if o.labels.get("w") == "1" and not o.annotations:
+            try:
+                st_.patch("Pod", o.namespace, o.name, {"metadata": {"annotations": {"seen": "1"}}})
+            except ApiError as e:  # (deleted since this version)
+                log.append(("handler-error", type(e).__name__))
+
+    def on_update(a: Any, b: Any) -> None:
+        log.append(("update", b.key, a.resource_version, b.resource_version))
+
+    def on_delete(o: Any) -> None:
+        log.append(("delete", o.key, type(o).__name__))
+
+    inf.add_handler(EventHandler(on_add, on_update, on_delete))
+    inf.add_handler(EventHandler(on_add=lambda o: log.append(("bound-add", o.key)),
+                                 on_update=lambda a, b: log.append(("bound-update", b.key)),
+                                 on_delete=lambda o: log.append(("bound-delete", o.key)),
+                                 filter=lambda o: bool(getattr(o, "node_name", ""))))
+    counter = 0
+    for op, arg in ops:
+        pods = sorted(o.name for o in st_.items("Pod"))
+        victim = pods[arg % len(pods)] if pods else None
+        try:
+            if op == "create" or victim is None:
+                counter += 1
+                st_.create(mkpod(f"p{counter}", labels={"w": str(arg % 2)}))
+            elif op == "burst":  # several writes of one pod and others in one batch
+                counter += 1
+                st_.create(mkpod(f"p{counter}", labels={"w": "0"}))
+                st_.patch("Pod", "default", f"p{counter}", {"metadata": {"labels": {"x": "1"}}})
+                st_.patch("Pod", "default", victim, {"metadata": {"labels": {"x": str(arg)}}})
+            elif op == "label":
+                st_.patch("Pod", "default", victim, {"metadata": {"labels": {"w": str(arg % 2)}}})
+            elif op == "status":
+                st_.patch("Pod", "default", victim, {"status": {"message": f"m{arg}"}}, subresource="status")
+            elif op == "bind":
+                st_.bind("default", victim, ["n1", "n2"][arg % 2])
+            elif op == "delete":
+                st_.delete("Pod", "default", victim)
+            elif op == "delete_now":
+                st_.delete("Pod", "default", victim, grace_period_seconds=0)
+            elif op == "poll":
+                log.append(("polled", inf.poll()))
+            elif op == "reflector_poll":
+                log.append(("reflector-polled", inf.reflector.poll()))
+            elif op == "break":
+                if inf.reflector.watch is not None:
+                    inf.reflector.watch.stop()
+            elif op == "close":
+                st_.close_watches()
+            elif op == "compact":
+                st_.compact()
+            else:
+                st_.send_bookmarks()
+        except ApiError as e:
+            log.append(("error", type(e).__name__))
+        log.append((state(inf.list()), inf.reflector.last_rv, len(inf.fifo),
+                    sorted(o.key for o in inf.indexer.by_index("node", "n1"))))
+    log.append(("polled", inf.poll()))
+    log.append((state(inf.list()), inf.reflector.last_rv))
+    return log
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_DIRECT_OPS, st.sampled_from([3, 100_000]), st.sampled_from([None, "spec.nodeName=n1"]))
+def test_direct_delivery_is_the_fifos(ops: list[tuple[str, int]], history: int, selector: str | None) -> None:
+    """A polled batch delivered without the DeltaFIFO (``SharedInformer.direct_delivery``, when
+    its objects are distinct) gives the same handler calls in the same order, the same indexer,
+    counts and resume points as through the FIFO (the reference), whatever the batches hold:
+    repeated keys, deletions, bookmarks, closed watches, relists, writes from handlers."""
+    assert _direct_run(True, ops, history, selector) == _direct_run(False, ops, history, selector)
+
+
+def test_direct_delivery_takes_distinct_batches_and_leaves_the_rest_to_the_fifo(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    inf, rec = make(store)
+    inf.poll()
+    fifo_adds: list[str] = []
+    add = DeltaFIFO._add
+
+    def counted(self: DeltaFIFO, dtype: str, obj: Any) -> None:
+        fifo_adds.append(obj.key)
+        add(self, dtype, obj)
+
+    monkeypatch.setattr(DeltaFIFO, "_add", counted)
+    store.create(mkpod("a"))
+    store.create(mkpod("b"))
+    assert inf.poll() == 2 and fifo_adds == []  # distinct: direct
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+    store.patch("Pod", "default", "a", {"metadata": {"labels": {"x": "2"}}})
+    assert inf.poll() == 2 and fifo_adds == ["default/a", "default/a"]  # a twice: the FIFO's way
+    assert rec.events[-2:] == [("update", "default/a"), ("update", "default/a")]
+    assert inf.get("default/a").labels == {"x": "2"}  # type: ignore[union-attr]

@@ -150,6 +150,9 @@ class DeltaFIFO:
 
 IndexFunc = Callable[[KubeObject], list[str]]
 
+# A watch event's type -> the delta the reflector queues for it.
+_DELTA_OF = {"ADDED": ADDED, "MODIFIED": UPDATED, "DELETED": DELETED}
+
 
 class Indexer:
     """Objects by key, with secondary indices (``namespace`` always; others by name).
@@ -516,6 +519,9 @@ class SharedInformer:
         self.handlers: list[EventHandler] = []
         # The handlers' distinct ``skip_update`` predicates, in order of registration.
         self._skips: list[Callable[[Any, Any], bool]] = []
+        # A polled batch whose objects are all distinct goes to the indexer and handlers without
+        # the DeltaFIFO (:meth:`_deliver`); False: always through it (the reference).
+        self.direct_delivery = True
 
     def add_handler(self, handler: EventHandler) -> None:
         self.handlers.append(handler)
@@ -573,11 +579,90 @@ class SharedInformer:
 
     def poll(self) -> int:
         """Non-blocking: take what the watch has and deliver it."""
-        w = self.reflector.watch
-        if w is not None and not w.closed and not w.pending() and not self.fifo._queue:
-            return 0  # nothing arrived (the common case in a busy loop)
-        self.reflector.poll()
+        reflector = self.reflector
+        w = reflector.watch
+        if w is not None and not w.closed and not self.fifo._queue:
+            if not w.pending():
+                return 0  # nothing arrived (the common case in a busy loop)
+            if self.direct_delivery and reflector.listed and reflector._thread is None:
+                evs = w.drain()
+                n = self._deliver(evs)
+                if n is not None:
+                    return n
+                # (a key twice, or an ERROR: the FIFO's way, as Reflector.poll takes a batch)
+                try:
+                    reflector._handle_all(evs)
+                    if w.closed:
+                        reflector._resume()
+                        for ev in reflector.watch.drain():  # type: ignore[union-attr]
+                            reflector._handle(ev)
+                except Gone:
+                    reflector.list_and_watch()
+                return self.process()
+        reflector.poll()
         return self.process()
+
+    def _deliver(self, evs: list[Any]) -> int | None:
+        """A polled batch of watch events (the FIFO empty, the reflector listed, the watch open)
+        delivered without the DeltaFIFO when no object appears twice in it and no event is an
+        ERROR: then the FIFO would hold one delta per key, in the events' order, and ``process``
+        would apply them in that order; the same indexer changes and handler calls, in the same
+        order, after the last resourceVersion is set as ``Reflector._handle_all`` sets it.
+        None (nothing done) otherwise. Returns the deltas applied."""
+        reflector = self.reflector
+        if len(evs) == 1:
+            ev = evs[0]
+            t = ev.type
+            if t not in _DELTA_OF:
+                if t != "BOOKMARK":
+                    return None
+                reflector.last_rv = str(ev.resource_version)
+                return 0
+            obj = ev.object
+            reflector.last_rv = obj.resource_version if obj is not None and obj.resource_version \
+                else str(ev.resource_version)
+            return self._apply(obj.key, _DELTA_OF[t], obj)
+        keys: set[str] = set()
+        last_rv = reflector.last_rv
+        for ev in evs:
+            t = ev.type
+            if t not in _DELTA_OF:
+                if t != "BOOKMARK":
+                    return None
+                last_rv = str(ev.resource_version)
+                continue
+            obj = ev.object
+            k = obj.key
+            if k in keys:
+                return None
+            keys.add(k)
+            last_rv = obj.resource_version if obj is not None and obj.resource_version else str(ev.resource_version)
+        reflector.last_rv = last_rv
+        n = 0
+        for ev in evs:
+            dtype = _DELTA_OF.get(ev.type)
+            if dtype is not None:
+                obj = ev.object
+                n += self._apply(obj.key, dtype, obj)
+        return n
+
+    def _apply(self, key: str, dtype: str, obj: Any) -> int:
+        """One delta, as :meth:`process` applies it (the direct path's; ``process`` has it inline)."""
+        handlers = self.handlers
+        if dtype == DELETED:
+            old = self.indexer.remove(key)
+            if old is None and not isinstance(obj, DeletedFinalStateUnknown):
+                return 1
+            for h in handlers:
+                h.delete(obj)
+            return 1
+        old = self.indexer.upsert(obj, key)
+        if old is None:
+            for h in handlers:
+                h.add(obj)
+        elif dtype == UPDATED or old.resource_version != obj.resource_version:
+            self._update(old, obj)
+        return 1
 
     def list(self) -> list[KubeObject]:
         return self.indexer.list()
