@@ -171,35 +171,3 @@ def test_direct_event_objects_store_what_parsing_stores(ops: list[tuple[Any, ...
 
     assert run(True) == run(False)
 
-
-@settings(max_examples=200, deadline=None)
-@given(sources=st.lists(st.one_of(
-    st.dictionaries(st.sampled_from(["component", "host"]), st.one_of(st.sampled_from(["s", "t", ""]),
-                                                                       st.integers(0, 1), st.booleans()),
-                    max_size=2),
-    st.just([]), st.none()), max_size=6))
-@example(sources=[{"component": "s", "host": "h"}, {"host": "h", "component": "s"}])
-@example(sources=[{"component": 1}, {"component": True}])
-def test_shared_event_source_keeps_each_events_json(sources: list[Any]) -> None:
-    """Events stored directly share an earlier Event's source dict only when it is the same JSON
-    (key order and value types included): every Event reads back as written."""
-    clock = VirtualClock(1000.0)
-    store = Store(clock)
-    written = []
-    for i, src in enumerate(sources):
-        raw = _event(f"e{i}", "default", "v1", {})
-        if src is not None:
-            raw["source"] = src
-        written.append(json.dumps(raw["source"]) if "source" in raw else None)
-        store.create(raw, owned=True, validated=True)
-    got = [store.get("Event", "default", f"e{i}").raw for i in range(len(sources))]
-    assert [json.dumps(r["source"]) if "source" in r else None for r in got] == written
-    last = None  # the last dict source stored: shared by the next with the same JSON of strings
-    for r in got:
-        src = r.get("source")
-        if not isinstance(src, dict):
-            continue
-        if last is not None and json.dumps(src) == json.dumps(last) and all(type(v) is str for v in src.values()):
-            assert src is last
-        else:
-            last = src

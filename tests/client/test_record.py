@@ -89,3 +89,25 @@ def test_a_repeat_in_a_later_instant_carries_that_instants_time(store: Store) ->
     (e,) = store.items("Event")
     assert e.raw["firstTimestamp"] == first
     assert e.raw["lastTimestamp"] == format_time(store.clock.now()) != first
+
+
+def test_one_source_dict_for_a_recorders_events_and_nothing_changes_it(store: Store) -> None:
+    """A recorder's Events share its source dict (memory), on the direct path and on the generic
+    one (a ResourceQuota in the namespace), through repeats; each reads back as written."""
+    import json
+
+    client = InProcessClient(store)
+    rec = EventRecorder(client, store.clock, component="kubelet")
+    pods = [store.create(mkpod(f"p{i}")) for i in range(3)]
+    rec.event(pods[0], "Normal", "Scheduled", "Binding", "a")
+    rec.event(pods[1], "Normal", "Scheduled", "Binding", "b")
+    store.create({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+                  "spec": {"hard": {"count/events": "10"}}})
+    rec.event(pods[2], "Normal", "Scheduled", "Binding", "c")  # the generic create
+    rec.event(pods[0], "Normal", "Scheduled", "Binding", "a")  # a repeat: a patch
+    events = sorted(store.items("Event"), key=lambda e: e.raw["message"])
+    assert [json.dumps(e.raw["source"]) for e in events] == ['{"component": "kubelet"}'] * 3
+    assert events[0].raw["count"] == 2
+    # (the repeat's patch copies the Event's manifest, as any Event patch: its source is equal)
+    assert events[1].raw["source"] is events[2].raw["source"] is rec._source
+    assert rec._source == {"component": "kubelet"}

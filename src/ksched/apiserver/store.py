@@ -284,7 +284,6 @@ class Store:
         # ... and their typed objects built from the manifest they are known to have
         # (:func:`_recorded_event`); False: parsed (the reference).
         self.direct_event_objects = True
-        self._event_source: dict[str, Any] | None = None  # the last Event's source, shared
         # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
@@ -595,19 +594,6 @@ class Store:
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         md["uid"] = self._new_uid()
-        if self.direct_event_objects:
-            # A recorder's Events have the same source: one dict for every Event stored here
-            # with the same one (the same string keys and values in the same order: the same
-            # JSON; the manifest is the store's, and nothing changes it in place).
-            src = raw.get("source")
-            if type(src) is dict:
-                shared = self._event_source
-                if shared is not None and len(src) == len(shared) and all(
-                        type(k) is str and type(v) is str and k == k2 and v == v2
-                        for (k, v), (k2, v2) in zip(src.items(), shared.items(), strict=True)):
-                    raw["source"] = shared
-                else:
-                    self._event_source = src
         obj = _recorded_event(raw, md) if self.direct_event_objects else None
         if obj is None:
             obj = _parse(Event, raw)
