@@ -127,7 +127,17 @@ def test_two_containers_sum() -> None:
                  [ctr("c", {"cpu": "100"})], None, {"cpu": 210000}, id="restartable-init, init and regular"),
 ])
 def test_pod_resource_requests(init: list, containers: list, overhead: dict | None, expected: dict) -> None:
-    assert pod_requests(pod(containers, init=init, overhead=overhead)) == expected
+    _both_ways(pod(containers, init=init, overhead=overhead), expected)
+
+
+def _both_ways(p: Pod, expected: dict) -> None:
+    """Not kept (``cache=False``: the report's reading) and kept give the same requests; the
+    first leaves the pod as it was, a later uncached read finds the cached value."""
+    assert pod_requests(p, cache=False) == expected
+    assert p._cache is None
+    got = pod_requests(p)
+    assert got == expected and p.cached()["requests"] is got
+    assert pod_requests(p, cache=False) is got
 
 
 # ---------------------------------------------------------------- TestPodLevelResourceRequests
@@ -175,7 +185,7 @@ HP1G = "hugepages-1Gi"
 ])
 def test_pod_level_resource_requests(pod_req: dict | None, pod_lim: dict | None, containers: list,
                                      init: list | None, expected: dict) -> None:
-    assert pod_requests(pod(containers, init=init, pod_requests_=pod_req, pod_limits=pod_lim)) == expected
+    _both_ways(pod(containers, init=init, pod_requests_=pod_req, pod_limits=pod_lim), expected)
 
 
 def test_pod_level_request_defaults_from_limit_and_overhead_is_added() -> None:

@@ -109,24 +109,32 @@ def _pod_level_set(pod: Pod) -> bool:
     return False
 
 
-def pod_requests(pod: Pod) -> dict[str, int]:
+def pod_requests(pod: Pod, cache: bool = True) -> dict[str, int]:
     """Effective requests: max(sum of containers + sidecars, each init container at its point in
-    the sequence), pod-level requests where set, plus overhead. Cached on the pod object."""
+    the sequence), pod-level requests where set, plus overhead. Cached on the pod object;
+    ``cache=False``: computed but not kept where the pod has them not cached yet (a reader of
+    every pod once, as the simulation's report, need not grow each of them by a dict)."""
+    if not cache:
+        c = pod._cache
+        r = c.get("requests") if c is not None else None
+        return r if r is not None else _pod_requests(pod)
     c = pod.cached()
     r = c.get("requests")
     if r is None:
-        if not pod.init_containers and not pod.pod_level_requests and not pod.overhead and len(pod.containers) == 1:
-            # The common shape: one container and nothing else to add.
-            r = c["requests"] = {k: v for k, v in pod.containers[0].requests.items() if v}
-            return r
-        r = _requests(pod.containers, pod.init_containers, _plain)
-        for k, v in pod.pod_level_requests.items():
-            if k in _POD_LEVEL or is_hugepages(k):
-                r[k] = v
-        _add(r, pod.overhead)
-        r = {k: v for k, v in r.items() if v}
-        c["requests"] = r
+        r = c["requests"] = _pod_requests(pod)
     return r
+
+
+def _pod_requests(pod: Pod) -> dict[str, int]:
+    if not pod.init_containers and not pod.pod_level_requests and not pod.overhead and len(pod.containers) == 1:
+        # The common shape: one container and nothing else to add.
+        return {k: v for k, v in pod.containers[0].requests.items() if v}
+    r = _requests(pod.containers, pod.init_containers, _plain)
+    for k, v in pod.pod_level_requests.items():
+        if k in _POD_LEVEL or is_hugepages(k):
+            r[k] = v
+    _add(r, pod.overhead)
+    return {k: v for k, v in r.items() if v}
 
 
 def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:

@@ -42,7 +42,7 @@ def _requested_by_node(sim: Simulation) -> dict[str, dict[str, int]]:
     for p in sim.store.items("Pod"):
         if isinstance(p, Pod) and p.node_name and not p.is_terminal:
             r = out.setdefault(p.node_name, {})
-            for k, v in pod_requests(p).items():
+            for k, v in pod_requests(p, cache=False).items():  # (read once: not kept on the pods)
                 r[k] = r.get(k, 0) + v
             counts[p.node_name] = counts.get(p.node_name, 0) + 1
     for name, r in out.items():
