@@ -50,6 +50,20 @@ def _requested_by_node(sim: Simulation) -> dict[str, dict[str, int]]:
     return out
 
 
+class _PodEntry:
+    """A pod's entry in the report, built as attributes (see :func:`_pod_entry`)."""
+
+    namespace: str
+    name: str
+    owner: str | None
+    node: str | None
+    phase: str
+    reason: str | None
+    message: str | None
+    nominatedNode: str | None
+    attempts: int
+
+
 def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
     cond = pod.condition("PodScheduled") or {}
     reason = None
@@ -65,17 +79,20 @@ def _pod_entry(sim: Simulation, pod: Pod, explain: bool) -> dict[str, Any]:
         status = pod.raw.get("status") or {}
         reason, message = status.get("reason"), status.get("message")
     ref = pod.controller_ref()
-    entry: dict[str, Any] = {
-        "namespace": pod.namespace,
-        "name": pod.name,
-        "owner": f"{ref.kind}/{ref.name}" if ref is not None else None,
-        "node": pod.node_name or None,
-        "phase": pod.phase,
-        "reason": reason,
-        "message": message,
-        "nominatedNode": pod.nominated_node_name or None,
-        "attempts": sim.scheduler.attempts.get(pod.key, 0),
-    }
+    # The attribute dict of a fresh _PodEntry: a plain dict, equal and in the same order as the
+    # literal, but all of them share one table of keys (PEP 412): 168 bytes instead of 280, 11 MB
+    # of the report's peak at 100,000 pods.
+    e = _PodEntry()
+    e.namespace = pod.namespace
+    e.name = pod.name
+    e.owner = f"{ref.kind}/{ref.name}" if ref is not None else None
+    e.node = pod.node_name or None
+    e.phase = pod.phase
+    e.reason = reason
+    e.message = message
+    e.nominatedNode = pod.nominated_node_name or None
+    e.attempts = sim.scheduler.attempts.get(pod.key, 0)
+    entry: dict[str, Any] = e.__dict__
     # What the node's CPU and device managers gave the pod (ksched.kubelet.cm).
     for key, field in (("ksched.io/cpuset", "cpuset"), ("ksched.io/devices", "devices")):
         if key in pod.annotations:
