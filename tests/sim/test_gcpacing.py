@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ksched.sim.gcpacing import SIMULATION_THRESHOLDS, fewer_collections
+from ksched.sim.gcpacing import BACKOFF, MAX_BACKOFF, SIMULATION_THRESHOLDS, fewer_collections
 from ksched.sim.simulation import Simulation
 
 
@@ -109,3 +109,49 @@ def test_the_bench_keeps_one_block_from_read_to_report(monkeypatch: pytest.Monke
     assert seen == dict.fromkeys(("build_objects", "Simulation", "build_report", "write_json"),
                                  SIMULATION_THRESHOLDS)
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def _young_thresholds_after_collections(work: object) -> list[tuple[int, int]]:
+    """(objects found, young threshold after) for each young collection while ``work`` runs."""
+    seen: list[tuple[int, int]] = []
+
+    def after(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 0:
+            seen.append((info["collected"], gc.get_threshold()[0]))
+
+    gc.callbacks.append(after)  # after the block's pacer: sees the threshold it set
+    try:
+        work()  # type: ignore[operator]
+    finally:
+        gc.callbacks.remove(after)
+    return seen
+
+
+def test_young_collections_that_find_nothing_back_off_and_garbage_brings_the_pace_back() -> None:
+    kept: list[object] = []
+    gc.collect()  # (no earlier garbage for the first collection to find)
+    with fewer_collections((1000, 1000, 1000)):
+        assert gc.get_threshold() == (1000, 1000, 1000)
+
+        def survivors() -> None:
+            for _ in range(40_000):
+                kept.append([])  # acyclic and alive: nothing for the collector to find
+
+        seen = _young_thresholds_after_collections(survivors)
+        assert (BACKOFF, MAX_BACKOFF) == (4, 16)
+        # After about 1,000, 5,000, 21,000 and 37,000 allocations: x4, then at most 16 times the block's.
+        assert [t for _, t in seen][:3] == [4000, 16000, 16000] and {t for _, t in seen[2:]} == {16000}
+        assert all(found == 0 for found, _ in seen)
+        with fewer_collections():  # an inner block leaves the pace where it was
+            pass
+        assert gc.get_threshold() == (seen[-1][1], 1000, 1000)
+
+        def cycles() -> None:
+            for _ in range(40_000):
+                a: list[object] = []
+                a.append(a)  # cyclic garbage: only the collector frees it
+
+        seen = _young_thresholds_after_collections(cycles)
+        assert seen and seen[0][0] > 0 and seen[0][1] == 1000  # found: the block's own pace again
+    assert gc.get_threshold() == (700, 10, 10)
+    assert not any(type(cb).__name__ == "_Pacer" for cb in gc.callbacks)
