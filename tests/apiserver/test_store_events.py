@@ -129,6 +129,7 @@ _VALUES = st.one_of(st.none(), st.just(""), st.just("x"), st.integers(-2, 3), st
                                                "action"]), _VALUES, max_size=7))
 @example(md={"name": "e.1", "namespace": "default", "uid": "u"}, fields={"count": True})
 @example(md={"name": "e.1", "namespace": "default", "uid": "u"}, fields={"count": 0, "type": ""})
+@example(md={"uid": "", "name": "e.1", "namespace": "e.1"}, fields={})  # an empty uid is a string: taken
 def test_recorded_event_object_is_the_parsed_one(md: dict[str, Any], fields: dict[str, Any]) -> None:
     """``_recorded_event`` builds exactly ``Event.from_dict``'s object (every slot, compared by
     value and type), or declines (None) and the manifest is parsed."""
@@ -142,7 +143,8 @@ def test_recorded_event_object_is_the_parsed_one(md: dict[str, Any], fields: dic
     except (TypeError, ValueError, AttributeError):
         assert direct is None
         return
-    plain = md.keys() == {"name", "namespace", "uid"} and all(type(v) is str and v for v in md.values()) \
+    plain = md.keys() == {"name", "namespace", "uid"} and all(type(v) is str for v in md.values()) \
+        and bool(md["name"]) and bool(md["namespace"]) \
         and (fields.get("count") is None or type(fields.get("count")) is int)
     assert (direct is not None) == plain
     if direct is None:
