@@ -69,14 +69,15 @@ def _owner_uids(raw: dict[str, Any]) -> list[str]:
     return [str(r.get("uid") or "") for r in refs or () if isinstance(r, dict)]
 
 
-def order(raws: Sequence[dict[str, Any]]) -> list[int]:
+def order(raws: Sequence[dict[str, Any]], shortcut: bool = True) -> list[int]:
     """Indices of ``raws`` in creation order: by LOAD_ORDER, then input order, dependents before
-    their owners."""
+    their owners. ``shortcut=False`` walks even when no object is another's owner (the
+    reference the shortcut is tested against)."""
     rank = {k: i for i, k in enumerate(LOAD_ORDER)}
     other = rank["*"]
     by_rank = sorted(range(len(raws)), key=lambda i: (rank.get(_kind(raws[i]), other), i))
     by_uid = {u: i for i, r in enumerate(raws) if (u := _uid(r))}
-    if not by_uid:
+    if shortcut and not by_uid:
         return by_rank  # no object names a uid (manifests as written): none is another's owner
     # Owners wait for their dependents: a depth-first walk emits an object's dependents first.
     dependents: dict[int, list[int]] = {}
@@ -85,7 +86,7 @@ def order(raws: Sequence[dict[str, Any]]) -> list[int]:
             j = by_uid.get(u)
             if j is not None and j != i:
                 dependents.setdefault(j, []).append(i)
-    if not dependents:
+    if shortcut and not dependents:
         return by_rank
     out: list[int] = []
     state: dict[int, int] = {}  # 1: being visited, 2: done
