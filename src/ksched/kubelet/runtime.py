@@ -216,6 +216,9 @@ def _share(key: tuple[Any, ...], make: Any) -> dict[str, Any]:
     return v
 
 
+_ALIKE_WHEN_EQUAL = (str, int, bool)
+
+
 def _make_condition(ctype: str, status: str, ts: str, reason: str = "", message: str = "") -> dict[str, Any]:
     c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": ts}
     if reason:
@@ -226,7 +229,12 @@ def _make_condition(ctype: str, status: str, ts: str, reason: str = "", message:
 
 
 def _condition(ctype: str, status: str, ts: str, reason: str = "", message: str = "") -> dict[str, Any]:
-    """A pod condition (shared with every other equal one: do not change it in place)."""
+    """A pod condition (shared with every other equal one: do not change it in place). Only a
+    transition time of a type whose equal values are alike (a string, an int, a bool) is shared:
+    a loaded status's may be any value, and equal ones are not always alike (YAML timestamps of
+    one instant in two offsets: a new dict each, as the reference)."""
+    if type(ts) not in _ALIKE_WHEN_EQUAL:
+        return _make_condition(ctype, status, ts, reason, message)
     return _share(("c", ctype, status, type(ts), ts, reason, message),
                   lambda: _make_condition(ctype, status, ts, reason, message))
 
