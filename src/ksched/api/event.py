@@ -32,12 +32,19 @@ class Event(KubeObject):
 _SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
+class _NotStringKey(Exception):
+    """A manifest with a key that is not a string (a loaded YAML's ``1:``, ``true:``): equal
+    keys of other types (1, True, 1.0) would make equal shapes, so it is not kept compact."""
+
+
 def _shape_of(d: dict[str, Any], values: list[Any]) -> tuple[Any, ...]:
     """The shape of ``d``, appending its leaf values to ``values`` in order: a tuple with, per
     key, the key itself for a leaf (any value but a dict) or (key, shape) for a nested dict.
-    Manifests come from JSON, whose keys are strings, so a tuple entry is always a nested one."""
+    Every key is a string (else :class:`_NotStringKey`), so a tuple entry is always a nested one."""
     out: list[Any] = []
     for k, v in d.items():
+        if type(k) is not str:
+            raise _NotStringKey
         if type(v) is dict:
             out.append((k, _shape_of(v, values)))
         else:
@@ -89,12 +96,16 @@ class CompactEvent(Event):
             self.finalizers = _NO_FINALIZERS
 
     @classmethod
-    def of(cls, event: Event) -> CompactEvent:
-        """``event`` in compact form (its manifest as it is now)."""
+    def of(cls, event: Event) -> Event:
+        """``event`` in compact form (its manifest as it is now); ``event`` itself when its
+        manifest has a key that is not a string (kept as it is)."""
         new = object.__new__(cls)
+        try:
+            new.raw = event.raw
+        except _NotStringKey:
+            return event
         for a in _COPIED:
             setattr(new, a, getattr(event, a))
-        new.raw = event.raw
         if not new.labels:
             new.labels = _NO_LABELS
         if not new.annotations:
