@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ksched.api.meta import KubeObject
 
-__all__ = ["CompactEvent", "Event"]
+__all__ = ["CompactEvent", "Event", "recorder_layout"]
 
 
 class Event(KubeObject):
@@ -114,6 +115,43 @@ class CompactEvent(Event):
             new.finalizers = _NO_FINALIZERS
         return new
 
+    @classmethod
+    def of_recorded(cls, raw: dict[str, Any], creation_timestamp: float | None) -> CompactEvent:
+        """What ``CompactEvent.of(Event.from_dict(raw))`` gives for a manifest of the event
+        recorder's layout (:func:`recorder_layout` held before the store added the metadata's
+        ``creationTimestamp`` (``creation_timestamp`` its parsed value) and
+        ``resourceVersion``, in that order), built straight from the known layout: no typed
+        Event first, no walk of the manifest for its shape."""
+        md = raw["metadata"]
+        io = raw["involvedObject"]
+        new = _NEW(cls)
+        new._shape = _RECORDER_SHAPE
+        new._values = (
+            raw["apiVersion"], raw["kind"],
+            md["name"], md["namespace"], md["uid"], md["creationTimestamp"], md["resourceVersion"],
+            io["apiVersion"], io["kind"], io["namespace"], io["name"], io["uid"], io["resourceVersion"],
+            raw["reason"], raw["message"], raw["type"], raw["action"], raw["count"],
+            raw["firstTimestamp"], raw["lastTimestamp"], raw["source"]["component"],
+            raw["reportingComponent"], raw["reportingInstance"])
+        name = new.name = md["name"]
+        ns = new.namespace = md["namespace"]
+        new._key = sys.intern(f"{ns}/{name}")
+        new.uid = md["uid"]
+        new.resource_version = md["resourceVersion"]
+        new.labels = _NO_LABELS
+        new.annotations = _NO_LABELS
+        new.creation_timestamp = creation_timestamp
+        new.deletion_timestamp = None
+        new.deletion_grace_period_seconds = None
+        new.generation = 0
+        new.finalizers = _NO_FINALIZERS
+        new.owner_references = ()
+        new.reason = raw["reason"] or ""
+        new.message = raw["message"] or ""
+        new.type = raw["type"] or "Normal"
+        new.count = raw["count"] or 1
+        return new
+
     @property  # type: ignore[override]
     def raw(self) -> dict[str, Any]:
         return _build(self._shape, iter(self._values))
@@ -141,3 +179,50 @@ class CompactEvent(Event):
 # What CompactEvent.of carries over from the Event as it is (the rest is read from the manifest).
 _COPIED = tuple(n for c in reversed(Event.__mro__) for n in getattr(c, "__slots__", ())
                 if n not in ("raw", "involved_object", "source"))
+
+
+_NEW = object.__new__
+
+# The event recorder's manifest (``ksched.client.record``) as the store completes it: its keys in
+# order, nested dicts as (key, keys).
+_RECORDER_TOP = ("apiVersion", "kind", "metadata", "involvedObject", "reason", "message", "type", "action",
+                 "count", "firstTimestamp", "lastTimestamp", "source", "reportingComponent", "reportingInstance")
+_RECORDER_METADATA = ("name", "namespace", "uid")  # (then the store's creationTimestamp, resourceVersion)
+_RECORDER_INVOLVED = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+_RECORDER_SOURCE = ("component",)
+
+
+def _recorder_shape() -> tuple[Any, ...]:
+    nested = {"metadata": (*_RECORDER_METADATA, "creationTimestamp", "resourceVersion"),
+              "involvedObject": _RECORDER_INVOLVED, "source": _RECORDER_SOURCE}
+    shape = tuple((k, nested[k]) if k in nested else k for k in _RECORDER_TOP)
+    return _SHAPES.setdefault(shape, shape)  # (the interned one: what _shape_of's Events share)
+
+
+_RECORDER_SHAPE = _recorder_shape()
+
+
+def recorder_layout(raw: dict[str, Any], md: dict[str, Any]) -> bool:
+    """Whether ``raw`` (metadata ``md``, its uid set) is laid out as the event recorder builds it,
+    which :meth:`CompactEvent.of_recorded` takes: those keys in that order, the metadata's name,
+    namespace and uid non-empty strings (uid may be empty), ``count`` an int, no leaf a dict. Any
+    other manifest (False) takes the generic path."""
+    if tuple(raw) != _RECORDER_TOP or tuple(md) != _RECORDER_METADATA:
+        return False
+    io = raw["involvedObject"]
+    source = raw["source"]
+    if type(io) is not dict or type(source) is not dict or tuple(io) != _RECORDER_INVOLVED \
+            or tuple(source) != _RECORDER_SOURCE or type(source["component"]) is dict:
+        return False
+    name, ns, uid = md["name"], md["namespace"], md["uid"]
+    if type(name) is not str or type(ns) is not str or type(uid) is not str or not name or not ns \
+            or type(raw["count"]) is not int:
+        return False
+    for v in io.values():
+        if type(v) is dict:
+            return False
+    for k in ("apiVersion", "kind", "reason", "message", "type", "action", "firstTimestamp", "lastTimestamp",
+              "reportingComponent", "reportingInstance"):
+        if type(raw[k]) is dict:
+            return False
+    return True

@@ -58,7 +58,7 @@ from ksched.api.errors import (
     NotFound,
     TooManyRequests,
 )
-from ksched.api.event import CompactEvent, Event
+from ksched.api.event import CompactEvent, Event, recorder_layout
 from ksched.api.jsoncopy import deep_copy
 from ksched.api.kinds import UnknownKindError
 from ksched.api.labels import FieldSelector, LabelSelector
@@ -284,6 +284,10 @@ class Store:
         # ... and their typed objects built from the manifest they are known to have
         # (:func:`_recorded_event`); False: parsed (the reference).
         self.direct_event_objects = True
+        # ... and, laid out as the event recorder builds them, their compact stored form built
+        # from that layout (:meth:`CompactEvent.of_recorded`); False: typed first, then made
+        # compact (the reference).
+        self.direct_compact_events = True
         # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
@@ -594,16 +598,20 @@ class Store:
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         md["uid"] = self._new_uid()
+        if self.direct_compact_events and self.direct_event_objects and recorder_layout(raw, md):
+            # The recorder's layout: its compact form built straight from it (what the typed
+            # Event's CompactEvent.of below gives, :meth:`CompactEvent.of_recorded`).
+            md["creationTimestamp"], created = self._event_stamp()
+            rv = self._next_rv()
+            md["resourceVersion"] = str(rv)
+            stored = CompactEvent.of_recorded(raw, created)
+            self._commit(Event, ADDED, None, stored, rv)
+            return stored
         obj = _recorded_event(raw, md) if self.direct_event_objects else None
         if obj is None:
             obj = _parse(Event, raw)
-        # The creation time after parsing: events come in bursts of one instant, whose time is
-        # parsed back once (as KubeObject reads it).
-        ts = format_time(self.now())
-        if self._event_time[0] != ts:
-            self._event_time = (ts, parse_time(ts))
-        md["creationTimestamp"] = self._event_time[0]  # (one string per instant)
-        obj.creation_timestamp = self._event_time[1]
+        # The creation time after parsing.
+        md["creationTimestamp"], obj.creation_timestamp = self._event_stamp()
         rv = self._next_rv()
         md["resourceVersion"] = obj.resource_version = str(rv)
         # Kept compact (one shared shape and a tuple of values, the manifest built on each read):
@@ -611,6 +619,15 @@ class Store:
         stored = CompactEvent.of(obj)  # type: ignore[arg-type]
         self._commit(Event, ADDED, None, stored, rv)
         return stored
+
+    def _event_stamp(self) -> tuple[str, float | None]:
+        """A created Event's creationTimestamp now, and its parsed value: events come in bursts of
+        one instant, whose time is formatted and parsed back once (as KubeObject reads it), one
+        string per instant."""
+        ts = format_time(self.now())
+        if self._event_time[0] != ts:
+            self._event_time = (ts, parse_time(ts))
+        return self._event_time
 
     def _kind_of(self, raw: dict[str, Any]) -> type[KubeObject]:
         kind = raw.get("kind")
