@@ -176,14 +176,17 @@ class _DomainSums:
             self.row_dom, self.row_cnt = dom, cnt
             return
         if 0 < changed.size <= self.SCALAR_ROWS:
-            self.grow(max(size, int(row_dom[changed].max()) + 1))
+            # Python lists and ints for a row or two: a NumPy reduction or scalar read costs a
+            # microsecond or more on arrays this small (the same int64 values either way).
+            rows = changed.tolist()
+            nds = row_dom[changed].tolist()
+            ncs = counts[changed].tolist()
+            self.grow(max(size, max(nds) + 1))
             sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
-            for r in changed.tolist():
+            for r, nd, nc in zip(rows, nds, ncs, strict=True):
                 od = int(rd[r])
                 sums[od] -= rc[r]
                 nodes[od] -= 1
-                nd = int(row_dom[r])
-                nc = counts[r]
                 sums[nd] += nc
                 nodes[nd] += 1
                 rd[r] = nd

@@ -83,9 +83,7 @@ class _PreScoreState(StateData):
             if cnt is None:
                 self.terms.append(None)
                 continue
-            t = np.maximum(cnt, 0).astype(np.float64) * w + float(c.max_skew - 1)
-            t[0] = 0.0
-            self.terms.append(t)
+            self.terms.append(_terms(cnt, w, float(c.max_skew - 1)))
         # One domain-scoped constraint: the rounded score is a function of the domain alone.
         self.rounded: np.ndarray | None = None
         if len(constraints) == 1 and self.terms[0] is not None:
@@ -98,6 +96,23 @@ class _PreScoreState(StateData):
             return {}
         idx = _domain_index(self.constraints[i].topology_key)
         return {idx.values[d]: int(counts[d]) for d in np.flatnonzero(counts >= 0).tolist()}  # type: ignore[misc]
+
+
+def _terms(counts: np.ndarray, weight: float, skew: float) -> np.ndarray:
+    """``max(count, 0) * weight + skew`` per domain id, 0.0 at id 0. A few domains (zones) are
+    worked out on Python floats, which are float64 with the same two roundings as NumPy's
+    (``_terms_numpy``, the reference); NumPy's per-call overhead is most of the cost there."""
+    if len(counts) > 32:
+        return _terms_numpy(counts, weight, skew)
+    out = [float(max(n, 0)) * weight + skew for n in counts.tolist()]
+    out[0] = 0.0
+    return np.array(out, dtype=np.float64)
+
+
+def _terms_numpy(counts: np.ndarray, weight: float, skew: float) -> np.ndarray:
+    t = np.maximum(counts, 0).astype(np.float64) * weight + skew
+    t[0] = 0.0
+    return t
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
