@@ -17,9 +17,16 @@ from tests.scheduler.test_fast_paths_agree import _cluster, _outcomes
 from ksched.api.pod import Pod
 from ksched.scheduler.framework import template
 from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.framework.template import per_pod, template_cache, template_key
+from ksched.scheduler.framework.template import (
+    known_template_cache,
+    labels_frozenset,
+    per_pod,
+    template_cache,
+    template_key,
+)
 from ksched.scheduler.plugins.helper.node_affinity import get_required_node_affinity
 from ksched.scheduler.plugins.imagelocality import _pod_images
+from ksched.scheduler.plugins.interpodaffinity._index import pod_keys
 from ksched.scheduler.plugins.nodeaffinity import _pod_preferred
 from ksched.scheduler.plugins.nodeports import _wanted_ports
 from ksched.scheduler.plugins.noderesources.fit import Fit
@@ -35,6 +42,7 @@ from ksched.scheduler.plugins.tainttoleration import (
     TaintToleration,
     _pod_tolerations_key,
 )
+from ksched.scheduler.schedule_one import pod_with_node
 from ksched.testing import make_pod
 
 
@@ -233,3 +241,75 @@ def test_replicas_share_their_requests_key() -> None:
         c = make_pod("c", requests={"cpu": "1"}, labels={"app": "x"}, uid="u3")
         assert requests_row_key(c) is not requests_row_key(a)
         assert requests_row_key(c) == requests_row_key(a)
+
+
+# ---------------------------------------------------------------- known_template_cache (cycle6)
+
+
+def test_known_template_cache_only_after_the_key_is_made() -> None:
+    """A pod never through ``template_cache`` keeps its values on itself (no key is made for
+    it); once the key is made, the pod and its shallow copies (the assumed pod) find the
+    template's dict."""
+    a = _pod(_SPEC, "a")
+    assert known_template_cache(a) is a.cached()
+    assert "template.cache" not in a.cached()
+    t = template_cache(a)
+    assert known_template_cache(a) is t
+    assert known_template_cache(pod_with_node(a, "n1")) is t
+    b = _pod(_SPEC, "b")
+    assert known_template_cache(b) is b.cached()
+    with per_pod():
+        assert known_template_cache(a) is a.cached()
+
+
+_pod_term = st.fixed_dictionaries({
+    "topologyKey": st.sampled_from(["kubernetes.io/hostname", "topology.kubernetes.io/zone"]),
+    "labelSelector": st.fixed_dictionaries({"matchLabels": st.dictionaries(_names, _names, max_size=2)}),
+})
+
+
+@st.composite
+def _affinity_specs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, str], str]:
+    labels = draw(st.dictionaries(_names, _names, max_size=2))
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app:1"}]}
+    aff: dict[str, Any] = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        a: dict[str, Any] = {}
+        if draw(st.booleans()):
+            a["requiredDuringSchedulingIgnoredDuringExecution"] = draw(st.lists(_pod_term, min_size=1, max_size=2))
+        if draw(st.booleans()):
+            a["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.integers(1, 100)), "podAffinityTerm": t}
+                for t in draw(st.lists(_pod_term, min_size=1, max_size=2))]
+        if a:
+            aff[kind] = a
+    if aff:
+        spec["affinity"] = aff
+    return spec, labels, draw(st.sampled_from(["default", "other"]))
+
+
+def _keys(pod: Pod) -> Any:
+    sig, terms = pod_keys(pod)
+    return sig, [(key, kind, term.key(), weight, sign) for key, kind, term, weight, sign in terms], (
+        labels_frozenset(pod))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_affinity_specs(), min_size=1, max_size=3), st.lists(st.integers(0, 2), min_size=2, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_pod_keys_shared_are_the_per_pod_keys(templates: list[tuple[dict[str, Any], dict[str, str], str]],
+                                              picks: list[int], scheduled: list[bool]) -> None:
+    """InterPodAffinity's keys and the label frozenset of pods of a few random templates, some
+    through a scheduling cycle's ``template_cache`` (then read of the assumed copy), some not:
+    equal to what each pod works out alone."""
+    for i, k in enumerate(picks):
+        spec, labels, ns = templates[k % len(templates)]
+        pod = _pod(spec, f"p{i}", labels, ns)
+        if scheduled[i]:
+            template_cache(pod)
+            pod = pod_with_node(pod, "n1")
+        shared = _keys(pod)
+        with per_pod():
+            alone = _keys(_pod(spec, f"q{i}", labels, ns))
+        assert shared == alone
+        assert shared[0] == (ns, frozenset(labels.items()))

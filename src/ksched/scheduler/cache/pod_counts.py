@@ -34,6 +34,7 @@ import numpy as np
 
 from ksched.api.labels import LabelSelector, compile_matcher
 from ksched.api.pod import Pod
+from ksched.scheduler.framework.template import labels_frozenset
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = ["PodCountIndex", "RowSource"]
@@ -179,7 +180,7 @@ class PodCountIndex:
         c = pod.cached()
         key = c.get(_SIG_KEY)
         if key is None:
-            key = c[_SIG_KEY] = (frozenset(pod.labels.items()), pod.deletion_timestamp is not None)
+            key = c[_SIG_KEY] = (labels_frozenset(pod), pod.deletion_timestamp is not None)
         ns = pod.namespace
         sigs = self._sigs.get(ns)
         if sigs is None:

@@ -39,7 +39,7 @@ from typing import Any
 from ksched.api.pod import Pod
 from ksched.boundedcache import BoundedCache
 
-__all__ = ["SHARED", "per_pod", "template_cache", "template_key"]
+__all__ = ["SHARED", "known_template_cache", "labels_frozenset", "per_pod", "template_cache", "template_key"]
 
 # Whether pods of one template share their derived values (False: each pod keeps its own).
 SHARED = True
@@ -78,6 +78,30 @@ def template_cache(pod: Pod) -> dict[str, Any]:
     elif t is _OWN:
         return c
     return t  # type: ignore[no-any-return]
+
+
+def known_template_cache(pod: Pod) -> dict[str, Any]:
+    """The pod's template dict when :func:`template_cache` has already found it for this pod
+    (or for the object it was copied from: a shallow copy shares ``Pod.cached()``, as the
+    assumed pod of a scheduling cycle does), else the pod's own ``cached()``. For values also
+    wanted of pods that never went through a scheduling cycle here (bound pods from an
+    informer), where making the key would cost more than working the value out once."""
+    c = pod.cached()
+    if not SHARED:
+        return c
+    t = c.get(_KEY)
+    if t is None or t is _OWN:
+        return c
+    return t  # type: ignore[no-any-return]
+
+
+def labels_frozenset(pod: Pod) -> frozenset[tuple[str, str]]:
+    """``frozenset(pod.labels.items())``, kept by :func:`known_template_cache`."""
+    c = known_template_cache(pod)
+    fs = c.get("labels.frozenset")
+    if fs is None:
+        fs = c["labels.frozenset"] = frozenset(pod.labels.items())
+    return fs  # type: ignore[no-any-return]
 
 
 @contextmanager

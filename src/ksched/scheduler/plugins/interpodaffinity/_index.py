@@ -37,6 +37,7 @@ import numpy as np
 from ksched.api.affinity import PodAffinityTerm
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.scheduler.framework.template import known_template_cache, labels_frozenset
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = [
@@ -282,13 +283,14 @@ def weight_own_key(g: Any, key: str) -> int | None:
 
 
 def pod_keys(pod: Pod) -> tuple[Any, list[tuple[Any, str, PodAffinityTerm, int, int]]]:
-    """(label signature key, term entries), cached on the pod object. A term entry is
-    (group key, kind, term, weight, sign)."""
-    c = pod.cached()
+    """(label signature key, term entries), cached on the pod's template when it has been
+    through a scheduling cycle (``known_template_cache``), else on the pod object. A term entry
+    is (group key, kind, term, weight, sign)."""
+    c = known_template_cache(pod)
     hit = c.get("InterPodAffinity.keys")
     if hit is not None:
         return hit  # type: ignore[no-any-return]
-    sig = (pod.namespace, frozenset(pod.labels.items()))
+    sig = (pod.namespace, labels_frozenset(pod))
     terms: list[tuple[Any, str, PodAffinityTerm, int, int]] = []
     aff = pod.affinity
     if aff is not None:
