@@ -3,10 +3,11 @@ by requests; per-container values; CPU throttled at limits; when memory first ex
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from api_objects import mkpod
@@ -90,6 +91,7 @@ def test_first_oom_and_next_change() -> None:
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 1 << 32)), min_size=2, max_size=6,
                 unique_by=lambda x: x[0]),
        st.integers(0, 1 << 32), st.floats(0, 12_000), st.booleans())
+@example(points=[(0, 0), (1, 4294941532), (2, 0)], limit=4294941491, start=0.0, ramp=True)
 def test_first_above_is_the_first_time_above(points: list[tuple[int, int]], limit: int, start: float,
                                              ramp: bool) -> None:
     points.sort()
@@ -100,7 +102,9 @@ def test_first_above_is_the_first_time_above(points: list[tuple[int, int]], limi
     if t is None:
         assert all(p.at(x) <= limit for x in grid)
     else:
-        assert t >= start and p.at(t + 1e-6) > limit
+        # Above the limit at t or just past it: a narrow ramp peak may be above it for less
+        # than a microsecond (hypothesis: a peak of 4294941532 at 1 s against 4294941491).
+        assert t >= start and any(p.at(x) > limit for x in (t, math.nextafter(t, math.inf), t + 1e-9, t + 1e-6))
         assert all(p.at(x) <= limit for x in grid if x < t - 1e-6)
 
 
