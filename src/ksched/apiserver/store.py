@@ -31,7 +31,6 @@ import itertools
 import json
 import os
 import random
-import sys
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
@@ -142,54 +141,6 @@ def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None 
                          _group(cls)) from e
 
 
-_EVENT_NEW = Event.__new__
-_RECORDED_METADATA = frozenset(("name", "namespace", "uid"))
-# The recorded Events' empty labels, annotations and finalizers: one of each for them all (a
-# stored object's attributes are never changed in place, as its manifest is not), not three
-# empty collections per Event (about 180 bytes each).
-_NO_LABELS: dict[str, str] = {}
-_NO_ANNOTATIONS: dict[str, str] = {}
-_NO_FINALIZERS: list[str] = []
-
-
-def _recorded_event(raw: dict[str, Any], md: dict[str, Any]) -> Event | None:
-    """The typed Event of a manifest whose metadata is a name, a namespace and a uid (strings)
-    and nothing else (the event recorder's, in ``Store._create_event``): what ``Event.from_dict``
-    gives it, each attribute set from what the manifest has rather than looked up as in any
-    manifest (no labels, annotations, times, owners or finalizers to read). None for any other
-    (then parsed)."""
-    if md.keys() != _RECORDED_METADATA:
-        return None
-    name, ns, uid = md["name"], md["namespace"], md["uid"]
-    if type(name) is not str or type(ns) is not str or type(uid) is not str or not name or not ns:
-        return None
-    count = raw.get("count")
-    if count is not None and type(count) is not int:
-        return None  # (int() of anything else: parsed, which also refuses what does not convert)
-    e = _EVENT_NEW(Event)
-    e.raw = raw
-    e.name = name
-    e.namespace = ns
-    e._key = sys.intern(f"{ns}/{name}")
-    e.uid = uid
-    e.resource_version = ""
-    e.labels = _NO_LABELS
-    e.annotations = _NO_ANNOTATIONS
-    e.creation_timestamp = None
-    e.deletion_timestamp = None
-    e.deletion_grace_period_seconds = None
-    e.generation = 0
-    e.finalizers = _NO_FINALIZERS
-    e.owner_references = ()
-    e.involved_object = raw.get("involvedObject") or {}
-    e.reason = raw.get("reason") or ""
-    e.message = raw.get("message") or ""
-    e.type = raw.get("type") or "Normal"
-    e.count = count or 1
-    e.source = raw.get("source") or {}
-    return e
-
-
 class _Lookup:
     """What admission reads of the store (called under the store's lock)."""
 
@@ -281,9 +232,6 @@ class Store:
         # generic create steps, none of which changes them (:meth:`_create_event`); False: the
         # generic path (the reference).
         self.direct_events = True
-        # ... and their typed objects built from the manifest they are known to have
-        # (:func:`_recorded_event`); False: parsed (the reference).
-        self.direct_event_objects = True
         # ... and, laid out as the event recorder builds them, their compact stored form built
         # from that layout (:meth:`CompactEvent.of_recorded`); False: typed first, then made
         # compact (the reference).
@@ -598,7 +546,7 @@ class Store:
         for f in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(f, None)
         md["uid"] = self._new_uid()
-        if self.direct_compact_events and self.direct_event_objects and recorder_layout(raw, md):
+        if self.direct_compact_events and recorder_layout(raw, md):
             # The recorder's layout: its compact form built straight from it (what the typed
             # Event's CompactEvent.of below gives, :meth:`CompactEvent.of_recorded`).
             md["creationTimestamp"], created = self._event_stamp()
@@ -607,9 +555,7 @@ class Store:
             stored = CompactEvent.of_recorded(raw, created)
             self._commit(Event, ADDED, None, stored, rv)
             return stored
-        obj = _recorded_event(raw, md) if self.direct_event_objects else None
-        if obj is None:
-            obj = _parse(Event, raw)
+        obj = _parse(Event, raw)
         # The creation time after parsing.
         md["creationTimestamp"], obj.creation_timestamp = self._event_stamp()
         rv = self._next_rv()
