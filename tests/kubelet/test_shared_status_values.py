@@ -51,6 +51,7 @@ def _conditions(pod: Pod, now: float, ready: bool, reason: str, message: str, sh
 @settings(max_examples=300, deadline=None)
 def test_conditions_as_the_reference(conds: list[dict[str, Any]], now: float, ready: bool, reason: str,
                                      message: str) -> None:
+    rt._shared.clear()  # bounded: cleared when full, which must not fall between the two pods
     pod = _pod(conds)
     ref = _conditions(pod, now, ready, reason, message, share=False)
     shared = _conditions(pod, now, ready, reason, message, share=True)
@@ -65,6 +66,7 @@ def test_conditions_as_the_reference(conds: list[dict[str, Any]], now: float, re
 
 
 def test_running_state_shared_per_instant() -> None:
+    rt._shared.clear()  # bounded: a clear when full must not fall between the calls compared
     assert rt.running(5.0) is rt.running(5.2) and rt.running(5.0) == {"running": {"startedAt": "1970-01-01T00:00:05Z"}}
     assert rt.running(6.0) is not rt.running(5.0)
     rt.SHARE_STATUS_VALUES = False
@@ -132,6 +134,7 @@ def test_realistic_run_ends_the_same(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     generate(tmp_path, 8, 60, 5)
 
     def run() -> tuple[str, Simulation]:
+        rt._shared.clear()  # bounded: earlier tests in this process must not fill it mid-run
         res = LoadResult()
         build_objects(read_manifests([str(tmp_path)], res), res, unknown_kinds="skip")
         sim = Simulation(None, seed=0)
