@@ -155,10 +155,146 @@ def build_report(sim: Simulation, result: SimulationResult, explain: bool = Fals
     return out
 
 
+# ``write_json`` encodes plain containers and scalars itself (:func:`_chunks`) and hands any
+# other value to ``json``'s encoder; False: ``json``'s encoder for the whole report (the
+# reference).
+FAST_JSON = True
+
+_INDENT = "  "
+_encode_str = json.encoder.encode_basestring_ascii  # (C: what JSONEncoder(indent=2) calls)
+_INF = float("inf")
+# A string key's text as its entry begins (the newline, the indentation, the key and ": "), per
+# level (keys kept only of the exact type str: a key equal to one of them is one, ``1 == 1.0 ==
+# True`` aside, which are not strings).
+_KEY_TEXT: dict[int, dict[str, str]] = {}
+
+
+def _scalar_text(v: Any) -> str | None:
+    """A scalar's JSON text as ``json.JSONEncoder(indent=2)`` writes it (exact types only: a
+    subclass is left to ``json``), None for anything else."""
+    t = v.__class__
+    if t is str:
+        return _encode_str(v)  # type: ignore[no-any-return]
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if t is int:
+        return int.__repr__(v)
+    if t is float:
+        if v != v:
+            return "NaN"
+        if v == _INF:
+            return "Infinity"
+        if v == -_INF:
+            return "-Infinity"
+        return float.__repr__(v)
+    return None
+
+
+def _reference_text(o: Any, level: int) -> str:
+    """``o`` as ``json.JSONEncoder(indent=2)`` writes it at nesting ``level``: its text at the
+    top with every line break followed by the level's indentation (a line break in the text is
+    always one of the encoder's: strings are written with escapes)."""
+    text = json.JSONEncoder(indent=2).encode(o)
+    return text.replace("\n", "\n" + _INDENT * level) if level else text
+
+
+def _chunks(o: Any, level: int, out: list[str], active: set[int]) -> None:
+    """Append the text of ``o`` at nesting ``level`` to ``out``, as ``json.JSONEncoder(indent=2)
+    .iterencode`` gives it: dicts with string keys, lists and scalars of the exact builtin types
+    here, a flat dict (scalars only: a report's pod entry) as one piece; anything else (other
+    keys, subclasses, other types and their errors) by ``json``'s encoder. ``active``: the ids
+    of the containers being written around ``o`` (a cycle is left to ``json``, which refuses
+    it)."""
+    t = o.__class__
+    if t is dict:
+        if not o:
+            out.append("{}")
+            return
+        inner = level + 1
+        keys = _KEY_TEXT.get(inner)
+        if keys is None:
+            keys = _KEY_TEXT[inner] = {}
+        parts: list[str] = []
+        for k, v in o.items():
+            kt = keys.get(k)
+            if kt is None:
+                if k.__class__ is not str:
+                    out.append(_reference_text(o, level))
+                    return
+                kt = "\n" + _INDENT * inner + _encode_str(k) + ": "
+                if len(keys) < 1024:
+                    keys[k] = kt
+            vt = v.__class__
+            if vt is str:
+                parts.append(kt + _encode_str(v))
+            elif v is None:
+                parts.append(kt + "null")
+            elif vt is int:
+                parts.append(kt + int.__repr__(v))
+            else:
+                text = _scalar_text(v)
+                if text is None:
+                    break
+                parts.append(kt + text)
+        else:
+            out.append("{" + ",".join(parts) + "\n" + _INDENT * level + "}")
+            return
+        # Not flat: the entries one by one, each value by this function.
+        if any(k.__class__ is not str for k in o) or id(o) in active:
+            out.append(_reference_text(o, level))  # (a cycle: json's ValueError)
+            return
+        active.add(id(o))
+        out.append("{")
+        first = True
+        for k, v in o.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append("\n" + _INDENT * inner + _encode_str(k) + ": ")
+            _chunks(v, inner, out, active)
+        out.append("\n" + _INDENT * level + "}")
+        active.discard(id(o))
+        return
+    if t is list:
+        if not o:
+            out.append("[]")
+            return
+        if id(o) in active:
+            out.append(_reference_text(o, level))
+            return
+        active.add(id(o))
+        inner = level + 1
+        sep = "\n" + _INDENT * inner
+        out.append("[" + sep)
+        first = True
+        for v in o:
+            if not first:
+                out.append("," + sep)
+            first = False
+            text = _scalar_text(v)
+            if text is not None:
+                out.append(text)
+            else:
+                _chunks(v, inner, out, active)
+        out.append("\n" + _INDENT * level + "]")
+        active.discard(id(o))
+        return
+    text = _scalar_text(o)
+    out.append(text if text is not None else _reference_text(o, level))
+
+
 def write_json(report: dict[str, Any], out: Any) -> int:
     """Write ``report`` to the text stream ``out`` as ``print(json.dumps(report, indent=2))``
     would, in pieces: the whole text and the list of its parts (millions of them for 20,000
-    pods) are never in memory at once. Returns the number of characters written."""
+    pods) are never in memory at once. Returns the number of characters written. With
+    ``FAST_JSON`` the pieces are made by :func:`_chunks` (about three times faster on a report:
+    ``json``'s encoder runs in Python when it indents), otherwise by ``json``'s encoder."""
+    if FAST_JSON and report.__class__ is dict:
+        return _write_fast(report, out)
     n = 0
     buf: list[str] = []
     for chunk in json.JSONEncoder(indent=2).iterencode(report):
@@ -169,6 +305,44 @@ def write_json(report: dict[str, Any], out: Any) -> int:
             n += len(text)
             buf.clear()
     buf.append("\n")
+    text = "".join(buf)
+    out.write(text)
+    return n + len(text)
+
+
+def _write_fast(report: dict[str, Any], out: Any) -> int:
+    """:func:`write_json` by :func:`_chunks`, a top-level list's items written in batches."""
+    if not report or any(k.__class__ is not str for k in report):
+        text = _reference_text(report, 0) + "\n"
+        out.write(text)
+        return len(text)
+    n = 0
+    buf: list[str] = ["{"]
+    first = True
+    active = {id(report)}
+    for k, v in report.items():
+        buf.append(("" if first else ",") + "\n" + _INDENT + _encode_str(k) + ": ")
+        first = False
+        if v.__class__ is list and v and id(v) not in active:
+            active.add(id(v))
+            buf.append("[")
+            for i, item in enumerate(v):
+                buf.append(("\n" if i == 0 else ",\n") + _INDENT * 2)
+                text = _scalar_text(item)
+                if text is not None:
+                    buf.append(text)
+                else:
+                    _chunks(item, 2, buf, active)
+                if len(buf) >= 16384:
+                    text = "".join(buf)
+                    out.write(text)
+                    n += len(text)
+                    buf.clear()
+            buf.append("\n" + _INDENT + "]")
+            active.discard(id(v))
+        else:
+            _chunks(v, 1, buf, active)
+    buf.append("\n}\n")
     text = "".join(buf)
     out.write(text)
     return n + len(text)
