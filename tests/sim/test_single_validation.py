@@ -265,6 +265,9 @@ def test_a_loaded_pod_handed_over_is_stored_as_its_manifest_would_be(raw: dict[s
 
 def test_the_stored_pod_shares_the_loaders_containers_only_where_admission_keeps_them() -> None:
     s = cluster()
+    # What Pod.admitted shares; with share_admitted_specs the last pod (the first's spec) would
+    # take the first stored pod's parse instead (tests/apiserver/test_store_admitted_specs.py).
+    s.share_admitted_specs = False
     plain = Pod(pod("plain", "default", affinity=_AFFINITY))
     limited = Pod(pod("limited", "limited"))
     kata = Pod(pod("kata", "default", runtimeClassName="kata"))

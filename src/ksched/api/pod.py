@@ -330,7 +330,9 @@ class Pod(KubeObject):
         the node selector (the manifest's own map), the volumes (a generic ephemeral volume's
         claim is named after the pod) and the status are read from ``raw``. Parsing errors
         are those of ``Pod(raw)``: the spec parsed here, the rest is read in the same order.
-        The loader's parse of a validated pod (``loader.SHARE_POD_PARSE``)."""
+        The loader's parse of a validated pod (``loader.SHARE_POD_PARSE``), and the store's of
+        a loaded pod given the very spec another pod of its namespace and labels was stored with
+        (``Store.share_admitted_specs``)."""
         new = Pod.__new__(Pod)
         KubeObject.__init__(new, raw)
         spec = raw.get("spec") or {}

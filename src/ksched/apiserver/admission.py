@@ -24,6 +24,7 @@ cluster's admission gave them and are not mutated again.
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -37,8 +38,12 @@ from ksched.api.serviceaccount import DEFAULT_SERVICE_ACCOUNT
 from ksched.api.taints import fixed_toleration
 from ksched.apiserver import limitranger, runtimeclass
 
-__all__ = ["ADMISSION_PLUGINS", "Lookup", "admit_pod", "admit_priority_class", "check_plugins", "default_pod",
-           "forbidden", "validate_admission"]
+__all__ = ["ADMISSION_KINDS", "ADMISSION_PLUGINS", "Lookup", "admission_key", "admit_pod", "admit_priority_class",
+           "check_plugins", "default_pod", "default_pod_status", "forbidden", "validate_admission"]
+
+# The kinds admit_pod reads (through its Lookup): a pod's admission is a function of its spec,
+# its namespace, whether it is a mirror pod, the disabled plugins and these kinds' objects.
+ADMISSION_KINDS = frozenset(("LimitRange", "ServiceAccount", "PriorityClass", "RuntimeClass"))
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 DEFAULT_TOLERATION_SECONDS = 300
@@ -97,6 +102,13 @@ def default_pod(raw: dict[str, Any]) -> None:
                     reqs.setdefault(k, v)
             for p in c.get("ports") or ():
                 p.setdefault("protocol", "TCP")
+    default_pod_status(raw)
+
+
+def default_pod_status(raw: dict[str, Any]) -> None:
+    """The status part of :func:`default_pod` (its last step: it reads the spec's scheduling
+    gates, which no admission step changes)."""
+    spec = raw["spec"]
     status = raw.setdefault("status", {})
     status.setdefault("phase", "Pending")
     # As the API server's pod strategy: a gated pod says why it is not scheduled.
@@ -208,6 +220,26 @@ def _limit_ranges(lookup: Lookup, namespace: str) -> list[LimitRange]:
     if not found:
         return []  # (most namespaces: every pod asks twice)
     return sorted((lr for lr in found if isinstance(lr, LimitRange)), key=lambda lr: lr.name)
+
+
+def admission_key(raw: dict[str, Any], disabled: frozenset[str]) -> tuple[Any, ...] | None:
+    """What :func:`admit_pod` reads of a new pod (not an existing one) besides the store's
+    ``ADMISSION_KINDS``: its namespace, whether it is a mirror pod, the disabled plugins and
+    its spec as ``marshal`` writes it (every value's exact type, each dict's key order: equal
+    bytes are values no step can tell apart; its name is read only for the messages of a
+    refusal). Two pods with the same key, admitted while those kinds' objects are the same, get
+    equal specs, refused or not alike. None when the spec cannot be keyed (not a dict, a value
+    ``marshal`` refuses: a YAML timestamp, a subclass)."""
+    md = raw.get("metadata")
+    spec = raw.get("spec")
+    if md.__class__ is not dict or spec.__class__ is not dict:
+        return None
+    try:
+        spec_key = marshal.dumps(spec, 2)
+    except ValueError:
+        return None
+    ann = md.get("annotations")
+    return (str(md.get("namespace") or "default"), _MIRROR_ANNOTATION in (ann or {}), disabled, spec_key)
 
 
 def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset(), *,

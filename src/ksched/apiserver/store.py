@@ -76,9 +76,12 @@ from ksched.api.storage import PersistentVolumeClaim
 from ksched.api.validation import validate_update
 from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import (
+    ADMISSION_KINDS,
+    admission_key,
     admit_pod,
     admit_priority_class,
     check_plugins,
+    default_pod_status,
     forbidden,
     validate_admission,
 )
@@ -123,13 +126,16 @@ def _group(cls: type[KubeObject]) -> str:
 
 
 def _parse(cls: type[KubeObject], raw: dict[str, Any], same_spec_as: Pod | None = None,
-           admitted_from: Pod | None = None) -> KubeObject:
+           admitted_from: Pod | None = None, like: Pod | None = None) -> KubeObject:
     """The typed object of a validated manifest; a shape validation does not check (a status of
     the wrong type) is refused as invalid rather than crashing the write. ``same_spec_as``: a
     stored pod with the same metadata and spec (a status write), whose parsed parts are shared.
     ``admitted_from``: the caller's parse of this very manifest before admission left its
-    containers as they were (``Pod.admitted``)."""
+    containers as they were (``Pod.admitted``). ``like``: a stored pod with the very same spec
+    object, namespace and labels (``Pod.like``)."""
     try:
+        if like is not None:
+            return like.like(raw)
         if same_spec_as is not None:
             return same_spec_as.with_status(raw)
         if admitted_from is not None:
@@ -244,6 +250,14 @@ class Store:
         # A validated Pod handed over (the loader's) gives its parse (:meth:`create`); False:
         # its manifest is parsed again as any other's (the reference).
         self.share_loaded_parse = True
+        # A loaded pod whose spec equals one admitted before (admission.admission_key), while
+        # no object admission reads was written since, gets that admitted spec (one dict for
+        # the pods of a template) instead of being admitted again (:meth:`_admit_pod`); False:
+        # every pod admitted (the reference).
+        self.share_admitted_specs = True
+        self._admission_writes = 0  # writes of ADMISSION_KINDS' objects
+        # Key -> [the writes count then, the admitted spec, the first pod stored with it].
+        self._admitted_specs: dict[tuple[Any, ...], list[Any]] = {}
         self._event_time: tuple[str, float | None] = ("", None)
         # The PodScheduled condition of the last instant's bindings, shared by them
         # (:meth:`_scheduled_condition`); False: one per binding (the reference).
@@ -305,6 +319,8 @@ class Store:
         for hook in self.on_commit:
             hook(etype, kind, obj, rv)
         bucket = self._objects[kind]
+        if kind in ADMISSION_KINDS:
+            self._admission_writes += 1
         if etype == DELETED:
             bucket.pop(obj.key, None)
         else:
@@ -451,6 +467,7 @@ class Store:
             for k in self._objects:
                 self._objects[k] = {}
             self._key_order.clear()
+            self._admission_writes += 1
             self.accounting = NodeAccounting()
             if self.pod_conflicts is not None:
                 self.pod_conflicts = BoundPods()
@@ -619,10 +636,12 @@ class Store:
             pass  # malformed: validation below says where
         if kept_status is not None:
             raw["status"] = kept_status
+        entry: list[Any] | None = None  # (a loaded pod's admitted spec: _admit_pod)
         if cls is Pod:
             try:
                 # Still valid if it was: a pod the caller validated is not validated again.
-                validated = admit_pod(raw, self._lookup, self.disabled_admission, existing=existing) and validated
+                keeps, entry = self._admit_pod(raw, existing, loaded is not None and validated)
+                validated = keeps and validated
             except (TypeError, AttributeError, ValueError):
                 validated = False  # malformed: validation below says where
         elif cls is PriorityClass:
@@ -674,9 +693,19 @@ class Store:
         # A pod the caller parsed, valid as admission left it (so neither LimitRanger nor
         # RuntimeClass changed it, nor a generated name): its parsed containers are still right.
         share = loaded is not None and validated and cls is Pod and loaded.raw is raw and not existing
-        obj = _parse(cls, raw, admitted_from=loaded if share else None)
-        if cls is Pod:
-            raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
+        first = entry[2] if entry is not None and share else None
+        if first is not None and first.raw["spec"] is raw["spec"] and first.namespace == md["namespace"] \
+                and first.labels == (md.get("labels") or {}):
+            # The very spec a pod of the same namespace and labels was stored with: its parse
+            # (what parsing the spec reads besides the spec), and its QoS class (the spec's).
+            obj = _parse(cls, raw, like=first)
+            q = first.raw["status"]["qosClass"]
+            obj.cached()["qos"] = q  # type: ignore[attr-defined]  # (as qos_class leaves it)
+            raw["status"]["qosClass"] = q
+        else:
+            obj = _parse(cls, raw, admitted_from=loaded if share else None)
+            if cls is Pod:
+                raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         charges: list[tuple[ResourceQuota, Any]] = []
         if not existing:
             validate_admission(obj, self._lookup, self.disabled_admission, resource_name(cls))
@@ -696,9 +725,36 @@ class Store:
         md["resourceVersion"] = str(rv)
         obj.resource_version = str(rv)
         self._commit(cls, ADDED, None, obj, rv)
+        if entry is not None and share and entry[2] is None and entry[1] is raw["spec"]:
+            entry[2] = obj
         if isinstance(obj, CustomResourceDefinition) and obj.established:
             self._serve_crd(obj)
         return obj
+
+    def _admit_pod(self, raw: dict[str, Any], existing: bool, loaded: bool) -> tuple[bool, list[Any] | None]:
+        """``admit_pod`` on a new pod's manifest (in place): whether it stays valid, and the
+        entry of ``_admitted_specs`` its spec is (or None). A pod the
+        loader handed over (``loaded``) whose ``admission_key`` is that of a pod admitted
+        before, unchanged (kept valid: no LimitRange, no RuntimeClass), while no object of
+        ``ADMISSION_KINDS`` was written since, takes that pod's admitted spec (stored manifests
+        are never changed in place, so the pods of one template share it) and gets the status
+        defaults; its admission would have made an equal spec of its own."""
+        key = None
+        if loaded and not existing and self.share_admitted_specs:
+            key = admission_key(raw, self.disabled_admission)
+            if key is not None:
+                hit = self._admitted_specs.get(key)
+                if hit is not None and hit[0] == self._admission_writes:
+                    raw["spec"] = hit[1]
+                    default_pod_status(raw)
+                    return True, hit
+        keeps = admit_pod(raw, self._lookup, self.disabled_admission, existing=existing)
+        if key is None or not keeps:
+            return keeps, None
+        if len(self._admitted_specs) >= 4096:
+            self._admitted_specs.clear()
+        entry = self._admitted_specs[key] = [self._admission_writes, raw["spec"], None]
+        return keeps, entry
 
     # ------------------------------------------------------------------ custom resource definitions
 
