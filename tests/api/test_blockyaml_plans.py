@@ -123,3 +123,44 @@ def test_a_replayed_document_is_its_own() -> None:
     mutated = copy.deepcopy(again)
     mutated[0]["a"]["b"] = 5
     assert planned(text) == [first, second]
+
+
+def _steps(text: str) -> list[Any] | None:
+    saved = blockyaml.COMPILED_PLANS
+    blockyaml.COMPILED_PLANS = False
+    try:
+        return read_documents(text, {})
+    finally:
+        blockyaml.COMPILED_PLANS = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(one_shape(), one_shape_near_misses()), one_shape(), st.booleans())
+def test_compiled_plans_build_what_their_steps_build(text: str, known: str, cold: bool) -> None:
+    """A plan compiled into a function (``COMPILED_PLANS``) builds the documents its steps
+    interpreted one by one build (the reference), which are those of building every document
+    line by line; each replayed document has collections of its own."""
+    if cold:
+        blockyaml._plans.clear()
+        blockyaml._compiled.clear()
+    else:
+        planned(known)
+    assert blockyaml.COMPILED_PLANS
+    want = reference(text)
+    got = planned(text)
+    assert repr(got) == repr(_steps(text)) == repr(want)
+    assert repr(planned(text)) == repr(want)  # compiled now, if replayed
+    if got:
+        again = planned(text) or []
+        assert all(a is not b for a, b in zip(again, got, strict=True))
+
+
+def test_a_replayed_plan_is_compiled_once() -> None:
+    text = "a:\n  b: 1\n  c:\n  - x\n  - d: {}\n  - []\n---\na:\n  b: 2\n  c:\n  - y\n  - d: []\n  - {}\n"
+    blockyaml._plans.clear()
+    blockyaml._compiled.clear()
+    first = planned(text)
+    assert first == [{"a": {"b": 1, "c": ["x", {"d": {}}, []]}}, {"a": {"b": 2, "c": ["y", {"d": []}, {}]}}]
+    assert len(blockyaml._compiled) == 1
+    fns = {id(f) for _, f in blockyaml._compiled.values()}
+    assert planned(text) == first and {id(f) for _, f in blockyaml._compiled.values()} == fns

@@ -22,7 +22,8 @@ and PS are skipped):
 Everything else (anchors, aliases, tags, merge keys, flow collections with content, block
 scalars, multi-line scalars, ``key:`` with nothing after it, a top-level sequence, directives,
 ``...``) is left to PyYAML. Documents of one shape (the same lines but for their values: the
-pods of one app) are built by replaying what building the first of them did (``PLANS``).
+pods of one app) are built by replaying what building the first of them did (``PLANS``), the
+steps written out as a function once a plan is replayed (``COMPILED_PLANS``).
 Upstream has no such reader: kubectl reads YAML with
 sigs.k8s.io/yaml (YAML 1.1 rules for these scalars), as PyYAML does.
 """
@@ -104,7 +105,7 @@ _SHAPES: dict[tuple[int, bool, str | None, bool], int] = {}
 _SHAPES_LOCK = threading.Lock()
 
 
-def _line(line: str, lines: dict[str, _Line]) -> _Line:
+def _line(line: str, lines: dict[str, _Line], strings: dict[str, str]) -> _Line:
     m = _ENTRY(line)
     if m is None:
         raise _Decline
@@ -117,6 +118,9 @@ def _line(line: str, lines: dict[str, _Line]) -> _Line:
         val = None if value is None else _scalar(value)
     else:
         val = _scalar(item)
+    if val is not None and val[0] == _SCALAR and val[1].__class__ is str and len(val[1]) <= 64:
+        # The value as documents take it (`_value`): its string from ``strings``, once per line.
+        val = (_SCALAR, strings.setdefault(val[1], val[1]))
     shape = (len(ind_s), dash is not None, key, val is not None)
     sid = _SHAPES.get(shape)
     if sid is None:
@@ -204,7 +208,7 @@ def _documents(text: str, strings: dict[str, str]) -> list[Any]:
             started = True
             doc = []
             continue
-        doc.append(_line(line, lines))
+        doc.append(_line(line, lines, strings))
         started = True
     if doc:
         docs.append(_document(doc, strings))
@@ -231,7 +235,49 @@ def _document(doc: list[_Line], strings: dict[str, str]) -> dict[str, Any]:
 
 
 
+# A plan replayed is compiled into a function doing its steps in a row (``_compile``); False:
+# the steps interpreted one by one (``_replay_steps``, the reference).
+COMPILED_PLANS = True
+# id(plan) -> (the plan, its function): the plan itself is kept, so an id is never another's.
+_compiled: dict[int, tuple[_Plan, Any]] = {}
+
+
 def _replay(plan: _Plan, doc: list[_Line], strings: dict[str, str]) -> dict[str, Any]:
+    if not COMPILED_PLANS:
+        return _replay_steps(plan, doc, strings)
+    got = _compiled.get(id(plan))
+    if got is None or got[0] is not plan:
+        if len(_compiled) >= _PLANS_MAX:
+            _compiled.clear()
+        got = _compiled[id(plan)] = (plan, _compile(plan))
+    return got[1](doc)  # type: ignore[no-any-return]
+
+
+def _compile(plan: _Plan) -> Any:
+    """A function of a document's lines doing ``plan``'s steps as :func:`_replay_steps` does
+    them, written out one after the other: each container a local, each key a constant (a key
+    is a plain word: ``repr`` writes it as a literal); a line's string value is the one
+    ``strings`` holds already (`_line` took it from there)."""
+    out = ["def replay(doc):", " m0 = {}"]
+    made = 0
+    for op, c, k, i in plan:
+        if op <= _ITEM:
+            out.append(f" kind, v = doc[{i}][3]")  # (a string already from ``strings``: `_line`)
+            out.append(" if kind:")
+            out.append("  v = {} if kind == 1 else []")
+            out.append(f" m{c}[{k!r}] = v" if op == _SET else f" m{c}.append(v)")
+        else:
+            made += 1
+            new = "[]" if op == _SEQ else "{}"
+            out.append(f" m{made} = {new}")
+            out.append(f" m{c}[{k!r}] = m{made}" if op != _ENTRY_MAP else f" m{c}.append(m{made})")
+    out.append(" return m0")
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(out), "<blockyaml plan>", "exec"), namespace)  # (code written here, from a plan)
+    return namespace["replay"]
+
+
+def _replay_steps(plan: _Plan, doc: list[_Line], strings: dict[str, str]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     made: list[Any] = [root]
     setdefault = strings.setdefault
