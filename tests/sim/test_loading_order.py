@@ -43,3 +43,15 @@ def test_manifests_without_uids_keep_the_kind_order() -> None:
     raws = [{"kind": k, "metadata": {"name": n, "ownerReferences": [{"uid": "u"}]}}
             for k, n in (("Pod", "p"), ("Node", "n"), ("Pod", "q"), ("Namespace", "ns"))]
     assert order(raws) == reference(raws) == [3, 1, 0, 2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"kind": st.sampled_from(["Pod", "Node", "Namespace", "Widget", 3, ""]),
+                                       "metadata": st.just({"name": "x"})}), max_size=12))
+def test_the_kind_order_is_by_rank_then_input_order(raws: list[dict[str, Any]]) -> None:
+    """The stable sort by rank alone (``order``) is the sort by (rank, index) it replaced."""
+    from ksched.sim.loading import LOAD_ORDER
+
+    rank = {k: i for i, k in enumerate(LOAD_ORDER)}
+    want = sorted(range(len(raws)), key=lambda i: (rank.get(str(raws[i].get("kind", "")), rank["*"]), i))
+    assert order(raws) == want

@@ -75,7 +75,8 @@ def order(raws: Sequence[dict[str, Any]], shortcut: bool = True) -> list[int]:
     reference the shortcut is tested against)."""
     rank = {k: i for i, k in enumerate(LOAD_ORDER)}
     other = rank["*"]
-    by_rank = sorted(range(len(raws)), key=lambda i: (rank.get(_kind(raws[i]), other), i))
+    ranks = [rank.get(_kind(r), other) for r in raws]
+    by_rank = sorted(range(len(raws)), key=ranks.__getitem__)  # (stable: input order within a rank)
     by_uid = {u: i for i, r in enumerate(raws) if (u := _uid(r))}
     if shortcut and not by_uid:
         return by_rank  # no object names a uid (manifests as written): none is another's owner
@@ -144,7 +145,7 @@ def load_objects(store: Store, objects: Sequence[KubeObject | dict[str, Any]], e
     report = LoadReport()
     raws = [_raw(o) for o in objects]
     existing = set(existing)
-    known_uids = {u for r in raws if (u := _uid(r))}
+    known_uids = {u for r in raws if (u := _uid(r))} if existing else set()
     created: set[tuple[str, str, str]] = set()
     for i in order(raws):
         raw = raws[i]
