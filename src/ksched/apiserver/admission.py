@@ -289,22 +289,22 @@ def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = fr
 def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str] = frozenset(),
                        resource: str = "") -> None:
     """The validating plugins (but quota) on a new, valid object; raises Forbidden."""
-    name = _display_name(obj.raw)
     if isinstance(obj, Pod):
         if "LimitRanger" not in disabled:
             ranges = _limit_ranges(lookup, obj.namespace)
             why = limitranger.validate_pod(obj, ranges) if ranges else None
             if why:
-                raise forbidden("pods", name, why)
-        if "RuntimeClass" not in disabled:
+                raise forbidden("pods", _display_name(obj.raw), why)
+        # (runtimeclass.validate passes a pod without an overhead at once)
+        if "RuntimeClass" not in disabled and (obj.raw.get("spec") or {}).get("overhead"):
             why = runtimeclass.validate(obj.raw, _runtime_class_getter(lookup))
             if why:
-                raise forbidden("pods", name, why)
+                raise forbidden("pods", _display_name(obj.raw), why)
     elif obj.KIND_KEY == "PersistentVolumeClaim" and "LimitRanger" not in disabled:
         ranges = _limit_ranges(lookup, obj.namespace)
         why = limitranger.validate_claim(obj.raw, ranges) if ranges else None
         if why:
-            raise forbidden(resource or "persistentvolumeclaims", name, why)
+            raise forbidden(resource or "persistentvolumeclaims", _display_name(obj.raw), why)
 
 
 def admit_priority_class(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset()) -> None:
