@@ -147,3 +147,34 @@ def test_a_spec_marshal_cannot_write_is_admitted_on_its_own() -> None:
         raw["spec"]["containers"][0]["env"] = [{"name": "WHEN", "value": datetime.date(2024, 1, 1)}]
     got = [s.create(Pod(r), owned=True, validated=True) for r in raws]
     assert got[0].raw["spec"] is not got[1].raw["spec"]
+
+
+def test_the_loaders_spec_key_is_used_for_that_very_spec_only(tmp_path: Any) -> None:
+    """The loader leaves each validated pod's spec key on its typed pod (``LOADED_SPEC_KEY``):
+    the spec's ``marshal`` bytes, which the store's admission key then reuses; a pod whose
+    manifest has another spec object by then is keyed afresh."""
+    import marshal
+
+    from ksched.api.loader import LoadResult, build_objects, read_manifests
+    from ksched.api.validation import LOADED_SPEC_KEY
+    from ksched.sim.realistic import generate
+
+    generate(tmp_path, 2, 6, 2, 0)
+    res = LoadResult()
+    build_objects(read_manifests([str(tmp_path)], res), res)
+    pods = [o for o in res.objects if isinstance(o, Pod)]
+    assert len(pods) == 6
+    for p in pods:
+        spec, key = p.cached()[LOADED_SPEC_KEY]
+        assert spec is p.raw["spec"] and key == marshal.dumps(spec, 2)
+    app = [p for p in pods if p.cached()[LOADED_SPEC_KEY][1] == pods[0].cached()[LOADED_SPEC_KEY][1]]
+    assert len(app) == 3  # one app's pods: the same spec
+    s = cluster()
+    first = s.create(app[0], owned=True, validated=True)
+    # A pod of the same app whose spec object was replaced (with other values) after loading.
+    other = app[1]
+    other.raw["spec"] = copy.deepcopy(other.raw["spec"])
+    other.raw["spec"]["containers"][0]["image"] = "else"
+    got = s.create(other, owned=True, validated=True)
+    assert got.raw["spec"] is not first.raw["spec"] and got.raw["spec"]["containers"][0]["image"] == "else"
+    assert s.create(app[2], owned=True, validated=True).raw["spec"] is first.raw["spec"]

@@ -33,7 +33,7 @@ from ksched.api.kinds import UnknownKindError
 from ksched.api.meta import KubeObject
 from ksched.api.pod import Pod
 from ksched.api.scheme import Scheme
-from ksched.api.validation import pod_spec_key
+from ksched.api.validation import LOADED_SPEC_KEY, pod_spec_key
 
 try:
     _Loader: type = yaml.CSafeLoader
@@ -384,7 +384,8 @@ def build_object(m: Manifest, validate_objects: bool = True, scheme: Scheme | No
 def _pod_like(raw: dict[str, Any], like: dict[Any, Pod]) -> Pod:
     """``Pod(raw)`` for a validated pod manifest, from an earlier pod of ``like`` with the same
     spec, namespace and labels when there is one."""
-    key = pod_spec_key(raw.get("spec"))
+    spec = raw.get("spec")
+    key = pod_spec_key(spec)
     if key is None:
         return Pod(raw)
     md = raw.get("metadata") or {}
@@ -393,9 +394,12 @@ def _pod_like(raw: dict[str, Any], like: dict[Any, Pod]) -> Pod:
     k = (key, md.get("namespace") or "", tuple(labels.items()))
     got = like.get(k)
     if got is not None:
-        return got.like(raw)
-    pod = Pod(raw)
-    if len(like) >= _LIKE_MAX:
-        like.clear()
-    like[k] = pod
+        pod = got.like(raw)
+    else:
+        pod = Pod(raw)
+        if len(like) >= _LIKE_MAX:
+            like.clear()
+        like[k] = pod
+    # The spec's key, for the store's admission of this very spec (Store._admit_pod).
+    pod.cached()[LOADED_SPEC_KEY] = (spec, key)
     return pod

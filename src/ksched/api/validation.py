@@ -548,6 +548,13 @@ def _pod(v: _V, raw: dict[str, Any]) -> None:
 _last_pod_spec: tuple[Any, Any] = (None, None)
 
 
+# Where the loader keeps, on the typed pod it made (``Pod.cached()``), its spec and that spec's
+# key (``pod_spec_key``): the store's admission keys the same spec by the same bytes
+# (``admission.admission_key``), right while the spec is not changed, as a validated manifest
+# handed over is not.
+LOADED_SPEC_KEY = "loaded_spec_key"
+
+
 def pod_spec_key(spec: Any) -> Any:
     """The key (`_value_key`) of a pod spec that the last validation of a pod computed, when
     ``spec`` is that very object (and the memo is on), else None: two specs with equal keys

@@ -222,22 +222,24 @@ def _limit_ranges(lookup: Lookup, namespace: str) -> list[LimitRange]:
     return sorted((lr for lr in found if isinstance(lr, LimitRange)), key=lambda lr: lr.name)
 
 
-def admission_key(raw: dict[str, Any], disabled: frozenset[str]) -> tuple[Any, ...] | None:
+def admission_key(raw: dict[str, Any], disabled: frozenset[str], spec_key: bytes | None = None) -> tuple[Any, ...] | None:
     """What :func:`admit_pod` reads of a new pod (not an existing one) besides the store's
     ``ADMISSION_KINDS``: its namespace, whether it is a mirror pod, the disabled plugins and
     its spec as ``marshal`` writes it (every value's exact type, each dict's key order: equal
     bytes are values no step can tell apart; its name is read only for the messages of a
     refusal). Two pods with the same key, admitted while those kinds' objects are the same, get
     equal specs, refused or not alike. None when the spec cannot be keyed (not a dict, a value
-    ``marshal`` refuses: a YAML timestamp, a subclass)."""
+    ``marshal`` refuses: a YAML timestamp, a subclass). ``spec_key``: the spec's
+    ``marshal.dumps(spec, 2)``, when the caller has it (the loader's validation made it)."""
     md = raw.get("metadata")
     spec = raw.get("spec")
     if md.__class__ is not dict or spec.__class__ is not dict:
         return None
-    try:
-        spec_key = marshal.dumps(spec, 2)
-    except ValueError:
-        return None
+    if spec_key is None:
+        try:
+            spec_key = marshal.dumps(spec, 2)
+        except ValueError:
+            return None
     ann = md.get("annotations")
     return (str(md.get("namespace") or "default"), _MIRROR_ANNOTATION in (ann or {}), disabled, spec_key)
 

@@ -73,7 +73,7 @@ from ksched.api.resourcequota import ResourceQuota
 from ksched.api.resources import qos_class
 from ksched.api.scheme import Scheme, resource_name
 from ksched.api.storage import PersistentVolumeClaim
-from ksched.api.validation import validate_update
+from ksched.api.validation import LOADED_SPEC_KEY, validate_update
 from ksched.api.watch import ADDED, DELETED, MODIFIED
 from ksched.apiserver.admission import (
     ADMISSION_KINDS,
@@ -640,7 +640,7 @@ class Store:
         if cls is Pod:
             try:
                 # Still valid if it was: a pod the caller validated is not validated again.
-                keeps, entry = self._admit_pod(raw, existing, loaded is not None and validated)
+                keeps, entry = self._admit_pod(raw, existing, loaded if validated else None)
                 validated = keeps and validated
             except (TypeError, AttributeError, ValueError):
                 validated = False  # malformed: validation below says where
@@ -732,7 +732,8 @@ class Store:
             self._serve_crd(obj)
         return obj
 
-    def _admit_pod(self, raw: dict[str, Any], existing: bool, loaded: bool) -> tuple[bool, list[Any] | None]:
+    def _admit_pod(self, raw: dict[str, Any], existing: bool,
+                   loaded: Pod | None) -> tuple[bool, list[Any] | None]:
         """``admit_pod`` on a new pod's manifest (in place): whether it stays valid, and the
         entry of ``_admitted_specs`` its spec is (or None). A pod the
         loader handed over (``loaded``) whose ``admission_key`` is that of a pod admitted
@@ -741,8 +742,11 @@ class Store:
         are never changed in place, so the pods of one template share it) and gets the status
         defaults; its admission would have made an equal spec of its own."""
         key = None
-        if loaded and not existing and self.share_admitted_specs:
-            key = admission_key(raw, self.disabled_admission)
+        if loaded is not None and not existing and self.share_admitted_specs:
+            # The spec's key as the loader's validation made it, if it did, for this very spec.
+            known = loaded.cached().get(LOADED_SPEC_KEY)
+            spec_key = known[1] if known is not None and known[0] is raw.get("spec") else None
+            key = admission_key(raw, self.disabled_admission, spec_key)
             if key is not None:
                 hit = self._admitted_specs.get(key)
                 if hit is not None and hit[0] == self._admission_writes:
