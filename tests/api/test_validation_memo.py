@@ -21,6 +21,7 @@ from ksched.api.validation import _Unkeyable, _value_key, validate
 def _clear() -> None:
     resource_validation._VALID_CLAIM_SPECS.clear()
     validation._VALID_LABELS.clear()
+    validation._VALID_LABEL_ITEMS.clear()
     validation._VALID_NAMESPACES.clear()
     validation._VALID_POD_SPECS.clear()
 
@@ -286,3 +287,25 @@ def test_a_spec_changed_after_its_validation_is_not_taken_for_the_one_remembered
     raw["spec"]["nodeSelector"] = {"a": ("x",)}
     assert memoized(raw) == reference(raw) != []
     assert validation.pod_spec_key(raw["spec"]) is None
+
+
+_LABEL_KEYS = st.sampled_from(["app", "kubernetes.io/hostname", "pool", "Bad Key", "a/b/c", "x" * 64, "-k"])
+_LABEL_VALUES = st.one_of(st.sampled_from(["x", "node-1", "", "-bad", "a" * 64, "zone-a"]),
+                          st.text(alphabet="ab-.1", max_size=4), st.sampled_from([5, None, True]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(_LABEL_KEYS, _LABEL_VALUES, max_size=5), min_size=1, max_size=12),
+       st.booleans())
+def test_label_maps_checked_item_by_item_give_the_references_errors(maps: list[dict[str, Any]],
+                                                                    cold: bool) -> None:
+    """Label maps (of nodes: the same items but one) validated one after the other, each item
+    remembered valid on its own: the same errors, in order, as checking every map in full."""
+    if cold:
+        _clear()
+    for labels in maps:
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": labels}}
+        assert memoized(copy.deepcopy(node)) == reference(node)
+    for labels in maps:  # again, every valid item now remembered
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": labels}}
+        assert memoized(copy.deepcopy(node)) == reference(node)

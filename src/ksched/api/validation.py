@@ -184,6 +184,8 @@ def _remember(memo: set[Any], key: Any) -> None:
 # Label maps found valid, by their items (a map whose items equal one of these is a map of the
 # same strings: a non-string key or value never validates, so it is never remembered).
 _VALID_LABELS: set[tuple[tuple[Any, Any], ...]] = set()
+# Label items (key, value) found valid.
+_VALID_LABEL_ITEMS: set[tuple[Any, Any]] = set()
 # Namespace names found valid.
 _VALID_NAMESPACES: set[str] = set()
 # Pod specs found valid by `_pod_spec`, by `_value_key`.
@@ -199,10 +201,21 @@ def _labels(v: _V, path: Path, labels: Any) -> None:
         except TypeError:  # an unhashable value: checked in full (and refused)
             _labels_full(v, path, labels)
             return
-        n = len(v.errors)
-        _labels_full(v, path, labels)
-        if len(v.errors) == n:
-            _remember(_VALID_LABELS, key)
+        # Each item is checked on its own (the map's errors are its items' in order): a map
+        # whose items were each found valid before, or are now, is valid (a node's labels:
+        # the same but for its hostname). Any item with an error: the map checked in full.
+        items = _VALID_LABEL_ITEMS
+        new = [item for item in key if item not in items]
+        if new:
+            scratch = _V()
+            _labels_full(scratch, path, dict(new))
+            if scratch.errors:
+                _labels_full(v, path, labels)
+                return
+            if len(items) + len(new) > _MEMO_MAX:
+                items.clear()
+            items.update(new)
+        _remember(_VALID_LABELS, key)
         return
     _labels_full(v, path, labels)
 
