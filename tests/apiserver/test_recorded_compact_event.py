@@ -191,6 +191,8 @@ def test_the_recorders_events_take_the_layout_path(monkeypatch: Any) -> None:
     out = []
     for direct in (True, False):
         store = _store(direct)
+        # The recorder's manifests (its Events as values: tests/apiserver/test_recorded_event_values.py).
+        store.direct_recorded_events = False
         pod = store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
                             "spec": {"containers": [{"name": "c", "image": "i"}]}})
         rec = EventRecorder(InProcessClient(store), store.clock, component="default-scheduler")

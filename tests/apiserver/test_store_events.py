@@ -90,6 +90,8 @@ def test_direct_event_creates_store_what_the_generic_path_stores(ops: list[tuple
 def test_the_recorders_events_take_the_direct_path_and_the_rest_do_not(monkeypatch: Any) -> None:
     clock = VirtualClock(1000.0)
     store = Store(clock)
+    # The recorder's manifests (its Events as values: tests/apiserver/test_recorded_event_values.py).
+    store.direct_recorded_events = False
     taken: list[bool] = []
     direct = Store._create_event
 

@@ -1,8 +1,10 @@
 """Every API read path serves the store's compact Events (``CompactEvent``, what the event
 recorder's creates are stored as) with the same bytes as plain stored Events (the generic create
 path, ``Store.direct_events = False``): the REST front's get, list, Table, field-selected list and
-watch, and kubectl's get (json, yaml, columns) and describe, on two servers given the same writes
-(including a repeat, which patches a compact Event into a plain one)."""
+watch, and kubectl's get (json, yaml, columns) and describe, on servers given the same writes
+(including a repeat, which patches a compact Event into a plain one): the recorder's Events
+handed over as values (``Store.create_recorded_event``), as manifests (``direct_recorded_events =
+False``) and through the generic path."""
 
 from __future__ import annotations
 
@@ -27,10 +29,11 @@ from ksched.clock import VirtualClock
 KUBECTL = shutil.which("kubectl")
 
 
-def _cluster(direct: bool) -> Store:
+def _cluster(mode: str) -> Store:
     clock = VirtualClock(1000.0)
     store = Store(clock)
-    store.direct_events = direct
+    store.direct_events = mode != "plain"
+    store.direct_recorded_events = mode == "values"
     rec = EventRecorder(InProcessClient(store), clock, component="default-scheduler")
     for i in range(3):
         p = store.create(pod(f"p{i}"))
@@ -56,8 +59,8 @@ def _get(port: int, path: str, accept: str = "application/json") -> tuple[int, b
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[Store, ApiServer, Path]]]:
     out: list[tuple[Store, ApiServer, Path]] = []
     try:
-        for direct in (True, False):
-            store = _cluster(direct)
+        for mode in ("values", "manifest", "plain"):
+            store = _cluster(mode)
             server = ApiServer(store, "127.0.0.1", 0)
             server.start()
             d = tmp_path_factory.mktemp("events")
@@ -70,9 +73,10 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[Sto
 
 def test_the_recorders_events_are_stored_compact_only_on_the_direct_path(
         servers: list[tuple[Store, ApiServer, Path]]) -> None:
-    (compact, _, _), (plain, _, _) = servers
-    kinds = [type(e).__name__ for e in compact.items("Event")]
-    assert sorted(kinds) == ["CompactEvent", "CompactEvent", "CompactEvent", "Event"]  # the repeat's patch: plain
+    (compact, _, _), (manifest, _, _), (plain, _, _) = servers
+    for store in (compact, manifest):
+        kinds = [type(e).__name__ for e in store.items("Event")]
+        assert sorted(kinds) == ["CompactEvent", "CompactEvent", "CompactEvent", "Event"]  # the repeat's patch: plain
     assert not any(isinstance(e, CompactEvent) for e in plain.items("Event"))
 
 
@@ -89,11 +93,11 @@ def test_rest_reads_serve_the_same_bytes(servers: list[tuple[Store, ApiServer, P
                                         accept: str) -> None:
     got = [_get(server.port, path, accept) for _, server, _ in servers]
     assert got[0][0] == 200 and got[0][1]
-    assert got[0] == got[1]
+    assert got[0] == got[1] == got[2]
     names = [e.name for e in servers[0][0].items("Event")]
     for name in names:
         one = [_get(server.port, f"/api/v1/namespaces/default/events/{name}") for _, server, _ in servers]
-        assert one[0][0] == 200 and one[0] == one[1]
+        assert one[0][0] == 200 and one[0] == one[1] == one[2]
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -114,4 +118,4 @@ def test_kubectl_reads_print_the_same(servers: list[tuple[Store, ApiServer, Path
         cp = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=300)
         assert cp.returncode == 0, cp.stderr
         outs.append(cp.stdout)
-    assert outs[0] and outs[0] == outs[1]
+    assert outs[0] and outs[0] == outs[1] == outs[2]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ksched.api.meta import KubeObject
 
-__all__ = ["CompactEvent", "Event", "recorder_layout"]
+__all__ = ["RECORDER_VALUES", "CompactEvent", "Event", "recorder_layout"]
 
 
 class Event(KubeObject):
@@ -124,20 +124,28 @@ class CompactEvent(Event):
         Event first, no walk of the manifest for its shape."""
         md = raw["metadata"]
         io = raw["involvedObject"]
-        new = _NEW(cls)
-        new._shape = _RECORDER_SHAPE
-        new._values = (
+        return cls.of_values((
             raw["apiVersion"], raw["kind"],
             md["name"], md["namespace"], md["uid"], md["creationTimestamp"], md["resourceVersion"],
             io["apiVersion"], io["kind"], io["namespace"], io["name"], io["uid"], io["resourceVersion"],
             raw["reason"], raw["message"], raw["type"], raw["action"], raw["count"],
             raw["firstTimestamp"], raw["lastTimestamp"], raw["source"]["component"],
-            raw["reportingComponent"], raw["reportingInstance"])
-        name = new.name = md["name"]
-        ns = new.namespace = md["namespace"]
+            raw["reportingComponent"], raw["reportingInstance"]), creation_timestamp)
+
+    @classmethod
+    def of_values(cls, values: tuple[Any, ...], creation_timestamp: float | None) -> CompactEvent:
+        """The Event of the recorder's layout whose leaf values are ``values``, in the order of
+        :data:`RECORDER_VALUES` (what :meth:`of_recorded` reads from the manifest; the store's
+        direct path for the recorder's Events, ``Store.create_recorded_event``, builds them
+        without a manifest)."""
+        new = _NEW(cls)
+        new._shape = _RECORDER_SHAPE
+        new._values = values
+        name = new.name = values[2]
+        ns = new.namespace = values[3]
         new._key = sys.intern(f"{ns}/{name}")
-        new.uid = md["uid"]
-        new.resource_version = md["resourceVersion"]
+        new.uid = values[4]
+        new.resource_version = values[6]
         new.labels = _NO_LABELS
         new.annotations = _NO_LABELS
         new.creation_timestamp = creation_timestamp
@@ -146,10 +154,10 @@ class CompactEvent(Event):
         new.generation = 0
         new.finalizers = _NO_FINALIZERS
         new.owner_references = ()
-        new.reason = raw["reason"] or ""
-        new.message = raw["message"] or ""
-        new.type = raw["type"] or "Normal"
-        new.count = raw["count"] or 1
+        new.reason = values[13] or ""
+        new.message = values[14] or ""
+        new.type = values[15] or "Normal"
+        new.count = values[17] or 1
         return new
 
     @property  # type: ignore[override]
@@ -190,6 +198,14 @@ _RECORDER_TOP = ("apiVersion", "kind", "metadata", "involvedObject", "reason", "
 _RECORDER_METADATA = ("name", "namespace", "uid")  # (then the store's creationTimestamp, resourceVersion)
 _RECORDER_INVOLVED = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
 _RECORDER_SOURCE = ("component",)
+# The leaf values of such a manifest in order (:meth:`CompactEvent.of_values`), as
+# (dict, key) paths: "" for the top level.
+RECORDER_VALUES = (
+    ("", "apiVersion"), ("", "kind"),
+    *(("metadata", k) for k in (*_RECORDER_METADATA, "creationTimestamp", "resourceVersion")),
+    *(("involvedObject", k) for k in _RECORDER_INVOLVED),
+    *(("", k) for k in ("reason", "message", "type", "action", "count", "firstTimestamp", "lastTimestamp")),
+    ("source", "component"), ("", "reportingComponent"), ("", "reportingInstance"))
 
 
 def _recorder_shape() -> tuple[Any, ...]:

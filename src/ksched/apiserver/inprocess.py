@@ -42,6 +42,14 @@ class InProcessClient:
         ``validated``: it is valid as given (``Store.create``)."""
         return self.store.create(obj, owned=owned, validated=validated)
 
+    def create_recorded_event(self, name: str, namespace: str, involved: tuple[Any, ...], reason: str,
+                              message: str, etype: str, action: str, timestamp: str,
+                              component: str) -> KubeObject | None:
+        """The event recorder's new Event as its values (``Store.create_recorded_event``): the
+        stored Event, or None where the recorder must create its manifest instead."""
+        return self.store.create_recorded_event(name, namespace, involved, reason, message, etype, action,
+                                                timestamp, component)
+
     def update(self, obj: dict[str, Any] | KubeObject, subresource: str = "") -> KubeObject:
         return self.store.update(obj, subresource)
 

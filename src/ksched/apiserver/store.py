@@ -242,6 +242,10 @@ class Store:
         # from that layout (:meth:`CompactEvent.of_recorded`); False: typed first, then made
         # compact (the reference).
         self.direct_compact_events = True
+        # ... and the recorder's new Events handed over as their values, no manifest built
+        # (:meth:`create_recorded_event`); False: declined, the recorder's manifest through
+        # ``create`` (the reference).
+        self.direct_recorded_events = True
         # A pod's status handed over as a merge patch of plain values (the kubelet's) is written
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
@@ -581,6 +585,49 @@ class Store:
         # about 2.2 KB less per Event.
         stored = CompactEvent.of(obj)  # type: ignore[arg-type]
         self._commit(Event, ADDED, None, stored, rv)
+        return stored
+
+    def create_recorded_event(self, name: str, namespace: str, involved: tuple[Any, ...], reason: str,
+                              message: str, etype: str, action: str, timestamp: str,
+                              component: str) -> Event | None:
+        """The event recorder's new Event (``ksched.client.record``) given as its values, not as
+        a manifest: what ``create`` of the manifest the recorder builds from them (``owned``,
+        ``validated``) stores, commits and returns, where that create takes the direct path
+        of :meth:`_create_event` with the recorder's layout (:meth:`CompactEvent.of_recorded`);
+        None, with nothing done, where it would not (then the recorder creates the manifest,
+        the reference). ``involved``: the involved object's apiVersion, kind, namespace, name,
+        uid and resourceVersion; ``timestamp`` the first and last timestamp; ``component`` the
+        source's component and the reporting component and instance. No manifest is built, no
+        layout checked and no value read back from dicts. ``direct_recorded_events=False``
+        declines every call (the reference)."""
+        if not (self.direct_recorded_events and self.direct_events and self.direct_compact_events):
+            return None
+        # recorder_layout's conditions on these values (every other one holds by construction).
+        if type(name) is not str or type(namespace) is not str or not name or not namespace:
+            return None
+        for v in involved:
+            if type(v) is dict:
+                return None
+        if type(reason) is dict or type(message) is dict or type(etype) is dict or type(action) is dict \
+                or type(timestamp) is dict or type(component) is dict:
+            return None
+        with self._lock:
+            # _create_event's conditions, in its order.
+            if self._objects["ResourceQuota"]:
+                return None
+            nso = self._objects["Namespace"].get(namespace)
+            key = f"{namespace}/{name}"
+            events = self._objects["Event"]
+            if nso is None or nso.deletion_timestamp is not None or key in events:
+                return None
+            uid = self._new_uid()
+            created_s, created = self._event_stamp()
+            rv = self._next_rv()
+            stored = CompactEvent.of_values(
+                ("v1", "Event", name, namespace, uid, created_s, str(rv), *involved, reason, message, etype, action,
+                 1, timestamp, timestamp, component, component, component), created)
+            self._commit(Event, ADDED, None, stored, rv)
+        self._written()
         return stored
 
     def _event_stamp(self) -> tuple[str, float | None]:
