@@ -36,8 +36,11 @@ def _dra_backed(pod: Pod) -> frozenset[str]:
     return frozenset((m or {}).get("resourceName", "") for m in st.get("requestMappings") or ())
 
 
-def _ports(pod: Pod) -> list[tuple[str, str, int]]:
-    return [(p.host_ip or "0.0.0.0", p.protocol, p.host_port) for p in pod.host_ports()]
+def _ports(pod: Pod) -> list[tuple[str, str, int]] | tuple[()]:
+    hp = pod.host_ports()
+    if not hp:
+        return ()  # (most pods: no list made)
+    return [(p.host_ip or "0.0.0.0", p.protocol, p.host_port) for p in hp]
 
 
 def host_port_conflict(used: dict[tuple[str, int], set[str]], ip: str, proto: str, port: int) -> bool:
@@ -61,6 +64,9 @@ def _same_charge(old: Pod, new: Pod) -> bool:
     return (old.node_name == new.node_name and old.is_terminal == new.is_terminal and old.key == new.key
             and old.containers is new.containers and old.init_containers is new.init_containers
             and old.overhead is new.overhead and old.pod_level_requests is new.pod_level_requests)
+
+
+_NO_USAGE = NodeUsage()  # (read only: a node with no pod yet)
 
 
 class NodeAccounting:
@@ -114,18 +120,21 @@ class NodeAccounting:
         """Why binding ``pod`` to the node would over-commit it, or None when it fits."""
         if node is None:
             return f'node "{node_name}" not found'
-        u = self.usage.get(node_name) or NodeUsage()
+        u = self.usage.get(node_name) or _NO_USAGE
         alloc = node.allocatable
         max_pods = alloc.get("pods", 0)
         if u.pods + 1 > max_pods:
             return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)"
-        from_dra = _dra_backed(pod)
+        from_dra: frozenset[str] | None = None  # read when a resource the node lacks is asked for
         for k, v in pod_requests(pod).items():
             if v <= 0:
                 continue
             have = alloc.get(k, 0)
-            if have <= 0 and k in from_dra:
-                continue
+            if have <= 0:
+                if from_dra is None:
+                    from_dra = _dra_backed(pod)
+                if k in from_dra:
+                    continue
             used = u.requested.get(k, 0)
             if used + v > have:
                 return (f"node {node_name} would be over-committed on {k}: requested {v}, "
