@@ -194,6 +194,16 @@ def _with_meta(raw: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return out
 
 
+_SHORT_UID = 1 << 48
+
+
+def _uid_of(n: int) -> str:
+    """The deterministic uid of counter ``n``: its 32 hex digits in a UUID's five groups (the
+    reference for :meth:`Store._new_uid`'s shortcut below 2^48)."""
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 class Store:
     """The embedded API store. Thread-safe; all methods may raise :class:`ApiError`."""
 
@@ -281,8 +291,10 @@ class Store:
 
     def _new_uid(self) -> str:
         if self.deterministic_uids:
-            h = f"{next(self._uid_counter):032x}"
-            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+            n = next(self._uid_counter)
+            if n < _SHORT_UID:  # (every counter a run reaches: the first four groups are zeros)
+                return f"00000000-0000-0000-0000-{n:012x}"
+            return _uid_of(n)
         # A random (version 4) UUID, formatted directly (uuid.uuid4() builds a UUID object first).
         h = os.urandom(16).hex()
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
