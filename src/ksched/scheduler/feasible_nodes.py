@@ -39,6 +39,7 @@ from ksched.scheduler.framework.interface import (
     VectorizedFilter,
     VectorizedFilterStatuses,
 )
+from ksched.scheduler.framework.reduce import all_1d
 from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
 from ksched.scheduler.framework.types import PodInfo
@@ -148,7 +149,7 @@ class FeasibleNodeFinder:
                     return None
         if plan.cached:
             combined = self._combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
-            if not combined[window].all():
+            if not all_1d(combined[window]):
                 return None
         for p in plan.vector:
             assert isinstance(p, VectorizedFilter)
@@ -156,7 +157,7 @@ class FeasibleNodeFinder:
             if m is None:
                 return None
             self._window_masks[p.name] = m
-            if not np.all(m):
+            if not all_1d(m):
                 misses = fw.window_backoff[0] = min(fw.window_backoff[0] * 2 or 1, 64)
                 fw.window_backoff[1] = misses
                 return None

@@ -188,7 +188,7 @@ class Algorithm:
         totals, st = fw.run_score(state, pod, snapshot, nodes, record, keep)
         if st is not None:
             raise SchedulingError(st)
-        best = int(totals.max())
+        best = totals[totals.argmax()]  # the maximum (argmax: NumPy's C method, max() a Python wrapper)
         ties = (totals == best).nonzero()[0]
         pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
         host = infos[int(feasible_rows[pick])].name  # type: ignore[union-attr]

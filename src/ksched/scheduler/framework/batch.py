@@ -214,7 +214,7 @@ class ScoredNodes:
                 if form.check_range and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                     return None
                 totals += scores * form.weight
-        ties = np.flatnonzero(totals == totals.max())
+        ties = np.flatnonzero(totals == totals[totals.argmax()])
         if len(ties) == 1:
             return int(ties[0]), None
         saved = rng.getstate()

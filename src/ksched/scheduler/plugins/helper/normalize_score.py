@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ksched.scheduler.framework.reduce import max_1d, min_1d
 from ksched.scheduler.framework.status import Status
 
 __all__ = ["default_normalize_score", "go_div"]
@@ -23,7 +24,7 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: np.ndarray
     ``max_priority`` when ``reverse``."""
     if len(scores) == 0:
         return None
-    max_count = int(scores.max())
+    max_count = int(max_1d(scores))
     if max_count <= 0:
         # Upstream starts its running maximum at 0, so only a positive maximum rescales.
         if reverse:
@@ -31,7 +32,7 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: np.ndarray
         return None
     prod = scores.astype(np.int64, copy=False) * max_priority
     # Floor and truncating division agree unless a score is negative.
-    out = prod // max_count if int(scores.min()) >= 0 else go_div(prod, max_count)
+    out = prod // max_count if int(min_1d(scores)) >= 0 else go_div(prod, max_count)
     if reverse:
         out = max_priority - out
     scores[:] = out

@@ -55,6 +55,7 @@ from ksched.scheduler.framework.interface import (
     VectorizedFilter,
     VectorizedScore,
 )
+from ksched.scheduler.framework.reduce import max_1d, min_1d
 from ksched.scheduler.framework.signers import LABELS_SIGNER_NAME, labels_signer
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
@@ -559,8 +560,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             return _not_found(PRE_SCORE_STATE_KEY, "failed to read")
         if not s.score or len(scores) == 0:
             return None
-        mn = int(scores.min())
-        diff = int(scores.max()) - mn
+        mn = int(min_1d(scores))
+        diff = int(max_1d(scores)) - mn
         if diff > 0:
             scores[:] = (float(MAX_NODE_SCORE) * ((scores - mn) / float(diff))).astype(np.int64)
         else:

@@ -42,6 +42,7 @@ from ksched.scheduler.framework.interface import (
     PreFilterResult,
     VectorizedFilter,
 )
+from ksched.scheduler.framework.reduce import min_1d
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.podtopologyspread._index import (
@@ -102,7 +103,7 @@ class _PreFilterState(StateData):
             elif nd == 0:
                 m = _MAX_INT32
             else:
-                m = int(self.counts[i][present].min())
+                m = int(min_1d(self.counts[i][present]))
             self._mins[i] = m
         return m
 

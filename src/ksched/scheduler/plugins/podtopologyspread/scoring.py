@@ -38,6 +38,7 @@ from ksched.scheduler.framework.interface import (
     ScorePlugin,
     VectorizedScore,
 )
+from ksched.scheduler.framework.reduce import any_1d, max_1d, min_1d
 from ksched.scheduler.framework.status import Status
 from ksched.scheduler.framework.types import NodeInfo
 from ksched.scheduler.plugins.podtopologyspread._index import (
@@ -252,8 +253,8 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
         if len(scores) == 0:
             return None
         if not s.any_ignored:
-            min_score = int(scores.min())
-            max_score = max(int(scores.max()), 0)
+            min_score = int(min_1d(scores))
+            max_score = max(int(max_1d(scores)), 0)
             if max_score == 0:
                 scores[:] = MAX_NODE_SCORE
             else:
@@ -261,10 +262,10 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             return None
         ignored = _gather(s.ignored_rows, nodes.rows)
         kept = ~ignored
-        if kept.any():
+        if any_1d(kept):
             vals = scores[kept]
-            min_score = int(vals.min())
-            max_score = max(int(vals.max()), 0)
+            min_score = int(min_1d(vals))
+            max_score = max(int(max_1d(vals)), 0)
             if max_score == 0:
                 scores[kept] = MAX_NODE_SCORE
             else:
