@@ -514,7 +514,12 @@ class Cache:
                     snap._apply_row(r, prev, clone)
             snap.table.copy_rows_from(self.table, rows)
             # A freed row counts as changed too: it gets the current generation.
-            snap.gen_array[rows] = [snap.generations[r] or self._generation for r in rows]
+            ga, gens = snap.gen_array, snap.generations
+            if len(rows) <= 4:
+                for r in rows:  # (a cycle's one or two rows: no list and fancy index)
+                    ga[r] = gens[r] or self._generation
+            else:
+                ga[rows] = [gens[r] or self._generation for r in rows]
             if snap.generation > 0:
                 snap._record_update(snap.generation, rows)
             else:

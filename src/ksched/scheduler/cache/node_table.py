@@ -154,6 +154,13 @@ class NodeTable:
             return
         ncol = other.alloc.shape[1]
         if len(rows) <= 4:
+            if ncol == self.alloc.shape[1]:
+                # (The usual case: the same width. A whole row, without a slice object.)
+                for r in rows:
+                    self.alloc[r] = other.alloc[r]
+                    self.req[r] = other.req[r]
+                    self.nz[r] = other.nz[r]
+                return
             for r in rows:
                 self.alloc[r, :ncol] = other.alloc[r]
                 self.req[r, :ncol] = other.req[r]
