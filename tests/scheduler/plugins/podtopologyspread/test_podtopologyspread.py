@@ -1286,3 +1286,21 @@ def test_default_constraints_per_plugin_instance() -> None:
     assert plugin(r).get_constraints(bare, HARD) == ()
     factory.informers["Service"].objs.append(KubeObject(service({"app": "web"})))
     assert [c.topology_key for c in plugin(r).get_constraints(bare, HARD)] == ["node"]
+
+
+@pytest.mark.parametrize("unlabelled", [[], ["node-b"], ["node-a", "node-c"], ["node-a", "node-b", "node-c"]])
+def test_pre_score_ignored_nodes(unlabelled: list[str]) -> None:
+    """The candidates without the constraint's key are ignored, by row and by name; with none
+    ignored (the usual case) the rows are one shared read-only all-False array."""
+    names = ["node-a", "node-b", "node-c", "node-d"]
+    r = runner([node(n) if n in unlabelled else node(n, f"zone=z{i % 2}") for i, n in enumerate(names)])
+    s = _prescore(r, incoming("foo", constraints=[spread(1, "zone", SOFT, FOO)]), names[:3])
+    assert s is not None
+    assert s.ignored_names == set(unlabelled)
+    want = np.zeros(len(r.snapshot.infos), dtype=bool)
+    for n in unlabelled:
+        want[r.snapshot.row_of[n]] = True
+    assert s.ignored_rows.tolist() == want.tolist()
+    assert s.any_ignored == bool(unlabelled)
+    if not unlabelled:
+        assert not s.ignored_rows.flags.writeable

@@ -129,6 +129,20 @@ def _go_round(x: float) -> int:
     return int(f + 1) if x - f >= 0.5 else int(f)
 
 
+_NONE_IGNORED = np.zeros(0, dtype=bool)
+
+
+def _none_ignored(n: int) -> np.ndarray:
+    """An all-False array of ``n`` rows, shared and read-only (``_PreScoreState.ignored_rows``
+    when no node is ignored: read, never written)."""
+    global _NONE_IGNORED
+    if len(_NONE_IGNORED) != n:
+        a = np.zeros(n, dtype=bool)
+        a.flags.writeable = False
+        _NONE_IGNORED = a
+    return _NONE_IGNORED
+
+
 def topology_normalizing_weight(size: int) -> float:
     """ln(size + 2): counts of smaller topologies are not watered down by bigger ones."""
     return math.log(size + 2)
@@ -184,10 +198,15 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             # Matching pods of all nodes, in the domains of the candidates only.
             ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
             counts.append(np.where(seeded, _fit(ds.sums, size)[:size], -1))
-        ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
-        ignored_rows[frows[ignored_f]] = True
-        infos = snapshot.infos
-        ignored_names = {infos[r].name for r in frows[ignored_f].tolist()}  # type: ignore[union-attr]
+        if any_1d(ignored_f):
+            ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
+            ignored_rows[frows[ignored_f]] = True
+            infos = snapshot.infos
+            ignored_names = {infos[r].name for r in frows[ignored_f].tolist()}  # type: ignore[union-attr]
+        else:
+            # Every candidate carries the keys (the usual case): one shared all-False array.
+            ignored_rows = _none_ignored(len(snapshot.infos))
+            ignored_names = set()
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names,
                                                         pod.namespace))
         return None
