@@ -58,6 +58,10 @@ from ksched.scheduler.framework.status import Code, Diagnosis, Status, WaitUntil
 from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from ksched.scheduler.plugins.registry import Registry
 
+# (Read as locals in the per-cycle loops.)
+_SKIP_CODE = Code.SKIP
+_SUCCESS_CODE = Code.SUCCESS
+
 if TYPE_CHECKING:
     from ksched.scheduler.cache.snapshot import Snapshot
 
@@ -427,12 +431,15 @@ class Framework:
         skipped: set[str] = set()
         state.skip_filter_plugins = skipped
         rejected: Status | None = None
+        skip, success = _SKIP_CODE, _SUCCESS_CODE
         for p in self.pre_filter_plugins:
             r, st = p.pre_filter(state, pod, nodes)
-            if st is not None and st.code == Code.SKIP:
+            if st is None:
+                pass
+            elif st.code == skip:
                 skipped.add(p.name)
                 continue
-            if st is not None and st.code != Code.SUCCESS:
+            elif st.code != success:
                 st = st.with_plugin(p.name)
                 if st.code == Code.UNSCHEDULABLE:
                     if rejected is None:
@@ -552,12 +559,15 @@ class Framework:
 
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         skipped: set[str] = set()
+        skip, success = _SKIP_CODE, _SUCCESS_CODE
         for p in self.points["preScore"]:
             st = p.pre_score(state, pod, nodes)
-            if st is not None and st.code == Code.SKIP:
+            if st is None:
+                continue
+            if st.code == skip:
                 skipped.add(p.name)
                 continue
-            if st is not None and st.code != Code.SUCCESS:
+            if st.code != success:
                 return Status.as_error(f"running PreScore plugin \"{p.name}\": {st.message()}", p.name)
         state.skip_score_plugins = skipped
         return None
