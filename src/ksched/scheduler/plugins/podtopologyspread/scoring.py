@@ -173,12 +173,15 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
         required = tuple(sorted({c.topology_key for c in constraints})) if require_all else ()
         frows = nodes.rows
         doms_f = [_domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
-        ignored_f = np.zeros(len(frows), dtype=bool)
         if require_all:
-            for d in doms_f:
+            ignored_f = doms_f[0] == 0
+            for d in doms_f[1:]:
                 ignored_f |= d == 0
+        else:
+            ignored_f = np.zeros(len(frows), dtype=bool)
+        any_ignored = bool(any_1d(ignored_f))
         kept = ~ignored_f
-        n_kept = int(np.count_nonzero(kept))
+        n_kept = int(np.count_nonzero(kept)) if any_ignored else len(frows)
         counts: list[np.ndarray | None] = []
         weights: list[float] = []
         for c, df in zip(constraints, doms_f, strict=True):
@@ -189,7 +192,7 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
                 continue
             rkey, row_dom = _eligible_domains(snapshot, pod, c, required, not require_all)
             size = len(_domain_index(c.topology_key))
-            seeded_ids = df[kept]
+            seeded_ids = df[kept] if any_ignored else df  # (df itself: not modified below)
             if not require_all:
                 seeded_ids = np.where(seeded_ids == 0, _domain_index(c.topology_key).id_of(""), seeded_ids)
             seeded = np.zeros(size, dtype=bool)
@@ -198,7 +201,7 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             # Matching pods of all nodes, in the domains of the candidates only.
             ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
             counts.append(np.where(seeded, _fit(ds.sums, size)[:size], -1))
-        if any_1d(ignored_f):
+        if any_ignored:
             ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
             ignored_rows[frows[ignored_f]] = True
             infos = snapshot.infos
