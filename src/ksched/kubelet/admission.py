@@ -10,6 +10,9 @@ Divergences: the sysctl, AppArmor, pod-features and node-shutdown handlers are n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ksched.api.pod import Pod
 from ksched.kubelet.gpushare import GpuShareAdmitHandler
 from ksched.kubelet.lifecycle import (
     AdmitHandlerFactory,
@@ -36,6 +39,14 @@ class _ContainerManagerHandler:
 
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         return self.kubelet.container_manager_admit(attrs)  # type: ignore[attr-defined, no-any-return]
+
+    def admit_without_pods(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
+                           ) -> PodAdmitResult:
+        """:meth:`admit`: the managers read only the pod (they keep the node's pods themselves)."""
+        by_pod = getattr(self.kubelet, "container_manager_admit_pod", None)
+        if by_pod is not None:
+            return by_pod(pod)  # type: ignore[no-any-return]
+        return self.kubelet.container_manager_admit(PodAdmitAttributes(pod))  # type: ignore[attr-defined, no-any-return]
 
 
 def container_manager_admit_handler(node: NodeHandle) -> PodAdmitHandler | None:

@@ -95,6 +95,15 @@ class AdmittedPods:
             return [p for p in entry.pods.values() if p.uid != but]
         return list(entry.pods.values())
 
+    def count(self, node_name: str, but: str = "") -> int:
+        """``len(self.pods(node_name, but))``, without the list when no pod has uid ``but``."""
+        entry = self._nodes.get(node_name)
+        if entry is None:
+            return 0
+        if but and but in entry.uids:
+            return sum(1 for p in entry.pods.values() if p.uid != but)
+        return len(entry.pods)
+
     def requested(self, node_name: str) -> dict[str, int]:
         """The sum of the node's admitted pods' requests (resources summing to 0 may be absent)."""
         entry = self._nodes.get(node_name)

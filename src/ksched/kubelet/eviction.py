@@ -46,7 +46,7 @@ event carries no annotations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -342,12 +342,17 @@ class EvictionManager:
 
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         """eviction_manager.go Admit."""
-        if not self.conditions or is_critical(attrs.pod):
+        return self.admit_without_pods(attrs.pod)
+
+    def admit_without_pods(self, pod: Pod, other_count: int = 0,
+                           other_requests: Mapping[str, int] | None = None) -> PodAdmitResult:
+        """:meth:`admit`, which reads only the pod (``ksched.kubelet.lifecycle``)."""
+        if not self.conditions or is_critical(pod):
             return ADMITTED
         if self.conditions == {"MemoryPressure"}:
-            if qos_class(attrs.pod) != QOS_BEST_EFFORT:
+            if qos_class(pod) != QOS_BEST_EFFORT:
                 return ADMITTED
-            if tolerations_tolerate_taint(attrs.pod.tolerations, Taint(TAINT_MEMORY_PRESSURE, "", NO_SCHEDULE)):
+            if tolerations_tolerate_taint(pod.tolerations, Taint(TAINT_MEMORY_PRESSURE, "", NO_SCHEDULE)):
                 return ADMITTED
         names = ", ".join(sorted(self.conditions))
         return PodAdmitResult(False, "Evicted", f"The node had condition: [{names}]. ")

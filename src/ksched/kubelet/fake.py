@@ -114,6 +114,9 @@ class FakeKubelet:
         # The pods each node runs, kept as they change (``ksched.kubelet.admitted``); None: looked
         # up in the informer's index at every use (the reference).
         self._admitted = AdmittedPods(self._is_admitted) if admitted_index else None
+        # Admission asks the handlers that can answer from the node's pod count and request sum
+        # without the list of its pods (``_admit``); False: the list for every handler (the reference).
+        self.admit_without_pods = True
         self.informer = informers.informer("Pod")
         self.informer.indexer.add_indexer(_NODE_INDEX, lambda p: [p.node_name] if p.node_name else [])
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
@@ -353,12 +356,32 @@ class FakeKubelet:
             return None
         return self._admitted.requested(pod.node_name)
 
+    def _admit(self, pod: Pod) -> PodAdmitResult:
+        """The node's admit handlers' answer for ``pod`` beside the pods the node runs. With the
+        node's pods kept (``admitted_index``) and ``admit_without_pods`` on, each handler that can
+        answers from their number and request sum, and the list is made only for one that
+        cannot (``PodAdmitHandlers.admit_without_pods``); the reference builds it for all."""
+        node_name = pod.node_name
+        chain = self.admit_handlers(node_name)
+        admitted = self._admitted
+        if admitted is None or not self.admit_without_pods:
+            return chain.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
+                                                  self._others_requested(pod)))
+        others_requested = self._others_requested(pod)
+        return chain.admit_without_pods(
+            pod, admitted.count(node_name, but=pod.uid), others_requested,
+            lambda: PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)), others_requested))
+
     def container_manager_admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         """The node's CPU, topology and device managers (``ksched.kubelet.cm``); what they give an
         admitted pod is written on it once every handler has admitted it."""
-        result, annotations = self.node_managers.admit(attrs.pod)
+        return self.container_manager_admit_pod(attrs.pod)
+
+    def container_manager_admit_pod(self, pod: Pod) -> PodAdmitResult:
+        """:meth:`container_manager_admit`, which reads only the pod."""
+        result, annotations = self.node_managers.admit(pod)
         if result.admit and annotations:
-            self._cm_annotations[attrs.pod.uid] = annotations
+            self._cm_annotations[pod.uid] = annotations
         return result
 
     def _reject(self, pod: Pod, reason: str, message: str) -> None:
@@ -446,9 +469,7 @@ class FakeKubelet:
         if self.node(pod.node_name) is None:
             return False  # no kubelet there: it starts if the node appears
         if not run.admitted:
-            result = self.admit_handlers(pod.node_name).admit(
-                PodAdmitAttributes(pod, tuple(self.admitted_pods(pod.node_name, but=pod.uid)),
-                                   self._others_requested(pod)))
+            result = self._admit(pod)
             annotations = self._cm_annotations.pop(pod.uid, None)
             if not result.admit:
                 self.node_managers.remove_pod(pod)  # a later handler refused: what it was given is free

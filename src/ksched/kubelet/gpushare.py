@@ -17,7 +17,7 @@ is admitted and holds no share on the node; open-gpu-share's plugin would pick G
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from ksched.api.gpu import (
     ANNOTATION_GPU_COUNT,
@@ -95,3 +95,11 @@ class GpuShareAdmitHandler:
         if node is None:
             return ADMITTED
         return gpu_share_admit(node, attrs.pod, attrs.other_pods)
+
+    def admit_without_pods(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
+                           ) -> PodAdmitResult | None:
+        """:meth:`admit` for a pod that asks for no GPU; None (ask :meth:`admit`) otherwise."""
+        ann = pod.annotations
+        if ANNOTATION_GPU_MILLI not in ann and ANNOTATION_GPU_COUNT not in ann:
+            return ADMITTED
+        return None

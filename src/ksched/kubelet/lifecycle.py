@@ -12,6 +12,14 @@ Each simulated node builds its chain from ``ksched.kubelet.admission.ADMIT_HANDL
 a factory takes the node's :class:`NodeHandle` (its name, a getter for its current Node object,
 the clock, the kubelet) and returns that node's handler, or None when it has none to offer.
 
+A handler may also answer without the list of the node's other pods
+(``admit_without_pods(pod, other_count, other_requests)``: how many pods the node runs beside
+it, and the sum of their requests, or None when not kept): the same result ``admit`` gives for
+any ``other_pods`` of that length and those requests, or None when its answer needs the pods
+themselves. :meth:`PodAdmitHandlers.admit_without_pods` asks each handler that way and builds
+the attributes only for those that decline (``tests/kubelet/test_admit_without_pods.py`` holds
+both ways to the same results).
+
 Divergences: upstream passes the handlers' results through the kubelet's status manager and
 event recorder; here the caller writes the pod's status and events from the result.
 """
@@ -71,6 +79,24 @@ class PodAdmitHandlers:
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         for handler in self.handlers:
             result = handler.admit(attrs)
+            if not result.admit:
+                return result
+        return ADMITTED
+
+    def admit_without_pods(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None,
+                           attrs: Callable[[], PodAdmitAttributes]) -> PodAdmitResult:
+        """What :meth:`admit` answers for ``attrs()`` (whose ``other_pods`` are ``other_count``
+        pods whose requests sum to ``other_requests``, and whose ``other_requests`` is that or
+        None), asking each handler without the other pods where it can answer so; ``attrs()`` is
+        built once, for the first handler that cannot."""
+        built: PodAdmitAttributes | None = None
+        for handler in self.handlers:
+            quick = getattr(handler, "admit_without_pods", None)
+            result = quick(pod, other_count, other_requests) if quick is not None else None
+            if result is None:
+                if built is None:
+                    built = attrs()
+                result = handler.admit(built)
             if not result.admit:
                 return result
         return ADMITTED

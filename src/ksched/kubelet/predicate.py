@@ -11,6 +11,12 @@ nodeSelector, ``spec.nodeName``, host ports, and NoExecute taints (static pods s
 check). Only the first failure is reported: ``OutOf<resource>`` with "Node didn't have enough
 resource: ..." for resources, ``<Predicate>`` with "Predicate <Predicate> failed: ..." for the rest.
 
+``PredicateAdmitHandler.admit_without_pods`` answers from how many pods the node runs and the sum
+of their requests (the kubelet keeps both, ``ksched.kubelet.admitted``) for a pod without host
+ports, whose check is the only one that reads the other pods themselves: the same checks in the
+same order (``_fits_counted`` is ``_fits`` without going over the pods; ``_fits`` stays the
+reference).
+
 Divergences: critical-pod preemption (``pkg/kubelet/preemption``) is not simulated (a critical
 pod that does not fit is refused like any other); the node's OS is its ``kubernetes.io/os`` label
 (``linux`` without one); the NodeAffinity retry against a fresh Node is moot (the informer's Node
@@ -48,6 +54,7 @@ ERR_NODE_PORTS = ("NodePorts", "node(s) didn't have free ports for the requested
 ERR_TAINTS = ("TaintToleration", "node(s) had taints that the pod didn't tolerate")
 
 _NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
+_NATIVE_OR_PODS = frozenset((*_NATIVE_ORDER, "pods"))
 
 
 def _node_os(node: Node) -> str:
@@ -95,6 +102,29 @@ def _fits(pod: Pod, node: Node, others: Iterable[Pod], others_requested: Mapping
     return ADMITTED
 
 
+def _fits_counted(pod: Pod, node: Node, other_count: int, used: Mapping[str, int]) -> PodAdmitResult:
+    """:func:`_fits` for ``other_count`` other pods whose requests sum to ``used``: the same
+    first insufficient resource, the native ones looked up by name rather than the requests
+    filtered and sorted (only a pod with other resources has those filtered and sorted)."""
+    alloc = node.allocatable
+    max_pods = alloc.get("pods", 0)
+    if other_count + 1 > max_pods:
+        return _insufficient("pods", 1, other_count, max_pods)
+    req = pod_requests(pod)
+    names = [r for r in _NATIVE_ORDER if req.get(r, 0) > 0]
+    if len(req) > len(names):
+        extra = [k for k, v in req.items() if k not in _NATIVE_OR_PODS and v > 0
+                 and not (is_dra_extended_resource_name(k) and alloc.get(k, 0) <= 0)]
+        if extra:
+            extra.sort()
+            names += extra
+    for r in names:
+        have = alloc.get(r, 0)
+        if req[r] > have - used.get(r, 0):
+            return _insufficient(r, req[r], used.get(r, 0), have)
+    return ADMITTED
+
+
 def _ports_conflict(pod: Pod, others: Iterable[Pod]) -> bool:
     if not pod.host_ports():
         return False  # nothing to conflict with
@@ -115,6 +145,11 @@ def general_predicates(pod: Pod, node: Node, others: list[Pod],
     fit = _fits(pod, node, others, others_requested)
     if not fit.admit:
         return fit
+    return _other_predicates(pod, node, others)
+
+
+def _other_predicates(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitResult:
+    """The checks after the resources' (``others`` read only when the pod has host ports)."""
     failure: tuple[str, str] | None = None
     if not pod.matches_node_affinity(node.name, node.labels):
         failure = ERR_NODE_AFFINITY
@@ -141,6 +176,30 @@ class PredicateAdmitHandler:
         if node is None:
             return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
         pod = attrs.pod
+        refused = self._os_refusal(pod, node)
+        if refused is not None:
+            return refused
+        return general_predicates(pod, node, list(attrs.other_pods), attrs.other_requests)
+
+    def admit_without_pods(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
+                           ) -> PodAdmitResult | None:
+        """:meth:`admit` from the number of other pods and the sum of their requests; None (ask
+        :meth:`admit`) without that sum or for a pod with host ports."""
+        if other_requests is None or pod.host_ports():
+            return None
+        node = self.get_node()
+        if node is None:
+            return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
+        refused = self._os_refusal(pod, node)
+        if refused is not None:
+            return refused
+        fit = _fits_counted(pod, node, other_count, other_requests)
+        if not fit.admit:
+            return fit
+        return _other_predicates(pod, node, ())
+
+    @staticmethod
+    def _os_refusal(pod: Pod, node: Node) -> PodAdmitResult | None:
         os_label = pod.labels.get(LABEL_OS)
         if os_label is not None and os_label != _node_os(node):
             return PodAdmitResult(False, "PodOSSelectorNodeLabelDoesNotMatch",
@@ -148,4 +207,4 @@ class PredicateAdmitHandler:
         os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
         if os_name and os_name != _node_os(node):
             return PodAdmitResult(False, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
-        return general_predicates(pod, node, list(attrs.other_pods), attrs.other_requests)
+        return None
