@@ -167,7 +167,7 @@ class FakeKubelet:
             self._schedule_stop(new)
         elif not old.node_name and new.phase == "Pending" and new.deletion_timestamp is None:
             self._at(self.clock.now() + self.startup_delay, START, new, self._run(new))
-        elif _usage_annotations(old) != _usage_annotations(new):
+        elif old.annotations is not new.annotations and _usage_annotations(old) != _usage_annotations(new):
             self._bad_usage.discard(new.uid)
             self.pressure.kick(new.node_name)
 
