@@ -23,9 +23,13 @@ from ksched.kubelet.cm.container_manager import (
 )
 from ksched.kubelet.cm.devicemanager.plugin import UNHEALTHY_DEVICES_ANNOTATION, parse_unhealthy
 from ksched.kubelet.cm.topology import TOPOLOGY_ANNOTATION, TopologyError
-from ksched.kubelet.lifecycle import PodAdmitAttributes, PodAdmitResult
+from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
 __all__ = ["NodeManagers"]
+
+# What ``admit`` gives a pod of a node without managers: the admission and no annotations (one
+# shared empty dict: the kubelet only reads it).
+_NOTHING: dict[str, str] = {}
 
 
 @dataclass
@@ -95,7 +99,7 @@ class NodeManagers:
         was given."""
         entry = self._nodes.get(pod.node_name)
         if entry is None:
-            return PodAdmitResult(), {}
+            return ADMITTED, _NOTHING  # (a node without managers: no new objects for each pod)
         if entry.managers is None:
             return PodAdmitResult(False, REASON_UNEXPECTED, entry.error), {}
         result = entry.managers.admit(PodAdmitAttributes(pod, tuple(entry.admitted.values())))
