@@ -9,6 +9,7 @@ from typing import Any
 
 from ksched.api.pdb import PodDisruptionBudget
 from ksched.api.pod import Pod
+from ksched.api.resources import pod_requests
 from ksched.apiserver.store import Store
 
 # ---------------------------------------------------------------- pods, nodes, budgets
@@ -19,6 +20,16 @@ def mkpod(name: str, labels: dict[str, str] | None = None, ns: str = "default", 
     s.update(spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
             "spec": s}
+
+
+def summed_requests(pods: list[Pod]) -> dict[str, int]:
+    """The pods' requests added up, resources summing to 0 left out (the reference for the
+    kubelet's kept request sums)."""
+    out: dict[str, int] = {}
+    for p in pods:
+        for r, v in pod_requests(p).items():
+            out[r] = out.get(r, 0) + v
+    return {r: v for r, v in out.items() if v}
 
 
 def mknode(name: str) -> dict[str, Any]:

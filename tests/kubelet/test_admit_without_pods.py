@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api_objects import summed_requests
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.api.resources import pod_requests
 from ksched.kubelet.eviction import EvictionManager
 from ksched.kubelet.evictionapi import EvictionConfig
 from ksched.kubelet.lifecycle import PodAdmitAttributes, PodAdmitHandlers
@@ -76,19 +76,11 @@ def _nodes(draw: st.DrawFn) -> Node:
     return Node(raw)
 
 
-def _summed(pods: list[Pod]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in pods:
-        for r, v in pod_requests(p).items():
-            out[r] = out.get(r, 0) + v
-    return {r: v for r, v in out.items() if v}
-
-
 @settings(max_examples=400, deadline=None)
 @given(_pods, _nodes(), st.lists(_pods, max_size=4))
 def test_the_counted_fit_and_the_predicate_handler_answer_as_the_reference(pod: Pod, node: Node,
                                                                          others: list[Pod]) -> None:
-    used = _summed(others)
+    used = summed_requests(others)
     assert _fits_counted(pod, node, len(others), used) == _fits(pod, node, others, used) == _fits(pod, node, others)
     handler = PredicateAdmitHandler(lambda: node)
     want = handler.admit(PodAdmitAttributes(pod, tuple(others), used))

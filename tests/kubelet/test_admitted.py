@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api_objects import summed_requests
 from ksched.api.pod import Pod
-from ksched.api.resources import pod_requests
 from ksched.kubelet.admitted import AdmittedPods
 from ksched.kubelet.fake import FakeKubelet
 from ksched.kubelet.predicate import general_predicates
@@ -34,14 +34,6 @@ def _reference(k: FakeKubelet, node: str) -> tuple[list[Pod], bool]:
 
 def _versions(pods: list[Pod]) -> dict[str, str]:
     return {p.key: p.resource_version for p in pods}
-
-
-def _summed(pods: list[Pod]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in pods:
-        for r, v in pod_requests(p).items():
-            out[r] = out.get(r, 0) + v
-    return {r: v for r, v in out.items() if v}
 
 
 class _Checked:
@@ -78,7 +70,7 @@ class _Checked:
         kept = k._admitted.pods(node)
         assert _versions(kept) == _versions(ref)
         assert len(kept) == len(ref)
-        assert k._admitted.requested(node) == _summed(ref)
+        assert k._admitted.requested(node) == summed_requests(ref)
         assert k._admitted.any_usage(node) == usage
         self.checks += 1
 
@@ -225,5 +217,5 @@ def test_the_fit_check_reads_the_kept_sums_as_it_adds_them_up(requests: dict[str
     others = [pod("a", {"cpu": "600m", "memory": "512Mi"}), pod("b", {"cpu": "400m", "memory": "512Mi"})]
     new = pod("x", requests)
     plain = general_predicates(new, node, others)
-    kept = general_predicates(new, node, others, _summed(others))
+    kept = general_predicates(new, node, others, summed_requests(others))
     assert (plain.admit, plain.message) == (kept.admit, kept.message) == want
