@@ -257,8 +257,11 @@ class Indexer:
 
     def by_index(self, name: str, value: str) -> list[KubeObject]:
         with self._lock:
-            keys = self._built(name).get(value, ())
-            return [self.items[k] for k in keys]
+            keys = self._built(name).get(value)
+            if not keys:
+                return []  # (most lookups: no object has the value)
+            items = self.items
+            return [items[k] for k in keys]
 
     def list(self) -> list[KubeObject]:
         return list(self.items.values())

@@ -93,7 +93,8 @@ class GarbageCollector(Controller):
     def _index(self, obj: KubeObject) -> None:
         ident = self._ident(obj)
         self._by_uid[obj.uid] = ident
-        uids = tuple(r.uid for r in obj.owner_references)
+        refs = obj.owner_references
+        uids = tuple(r.uid for r in refs) if refs else ()
         old = self._owners.get(ident, ())
         if old == uids:
             return

@@ -131,8 +131,12 @@ class ResourceClaimController(Controller):
     @staticmethod
     def _claim_names(pod: Pod) -> list[str]:
         status = pod.raw.get("status")
-        if not status and not pod.raw.get("spec", {}).get("resourceClaims"):
-            return []
+        if not status:
+            if not pod.raw.get("spec", {}).get("resourceClaims"):
+                return []
+        elif "resourceClaimStatuses" not in status and "extendedResourceClaimStatus" not in status \
+                and not pod_claim_refs(pod):
+            return []  # (a pod with a status and no claims: the common case)
         names = [r.resource_claim_name for r in pod_claim_refs(pod) if r.resource_claim_name]
         for st in (status or {}).get("resourceClaimStatuses") or ():
             if (st or {}).get("resourceClaimName"):

@@ -156,6 +156,8 @@ class DaemonSetsController(UpdateMixin, Controller):
     def _daemon_sets(self, namespace: str | None = None) -> list[DaemonSet]:
         objs = self.ds_informer.indexer.by_index("namespace", namespace) if namespace is not None \
             else self.ds_informer.list()
+        if not objs:
+            return []  # (every pod of a namespace without DaemonSets)
         return sorted((d for d in objs if isinstance(d, DaemonSet)), key=lambda d: d.key)
 
     def _resolve(self, namespace: str, ref: Any) -> DaemonSet | None:
