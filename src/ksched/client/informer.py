@@ -256,6 +256,10 @@ class Indexer:
         return self.items.get(key)
 
     def by_index(self, name: str, value: str) -> list[KubeObject]:
+        idx = self._indices.get(name)
+        if idx is not None and not idx.get(value):
+            # A built index without the value (most lookups): one read, as atomic as under the lock.
+            return []
         with self._lock:
             keys = self._built(name).get(value)
             if not keys:
@@ -525,9 +529,19 @@ class SharedInformer:
         # A polled batch whose objects are all distinct goes to the indexer and handlers without
         # the DeltaFIFO (:meth:`_deliver`); False: always through it (the reference).
         self.direct_delivery = True
+        # What an add calls, per handler in order: its ``on_add`` itself when it has no filter
+        # (none when it has no ``on_add``), else its ``add``; made by :meth:`add_handler`, used
+        # while ``handlers`` holds as many as then (:meth:`_add_calls`). False: every add through
+        # ``EventHandler.add`` (the reference).
+        self.direct_add_calls = True
+        self._adds: tuple[Callable[[Any], None], ...] = ()
+        self._adds_of = 0
 
     def add_handler(self, handler: EventHandler) -> None:
         self.handlers.append(handler)
+        self._adds = tuple(h.add if h.filter is not None else h.on_add
+                           for h in self.handlers if h.filter is not None or h.on_add is not None)
+        self._adds_of = len(self.handlers)
         s = handler.skip_update
         if s is not None and s not in self._skips:
             self._skips.append(s)
@@ -574,8 +588,13 @@ class SharedInformer:
                 else:
                     old = indexer.upsert(obj, key)
                     if old is None:
-                        for h in handlers:
-                            h.add(obj)
+                        adds = self._add_calls()
+                        if adds is not None:
+                            for add in adds:
+                                add(obj)
+                        else:
+                            for h in handlers:
+                                h.add(obj)
                     elif dtype == UPDATED or old.resource_version != obj.resource_version:
                         self._update(old, obj)
         return n
@@ -649,6 +668,12 @@ class SharedInformer:
                 n += self._apply(obj.key, dtype, obj)
         return n
 
+    def _add_calls(self) -> tuple[Callable[[Any], None], ...] | None:
+        """The calls an add makes (see ``direct_add_calls``), or None: through each handler."""
+        if self.direct_add_calls and self._adds_of == len(self.handlers):
+            return self._adds
+        return None
+
     def _apply(self, key: str, dtype: str, obj: Any) -> int:
         """One delta, as :meth:`process` applies it (the direct path's; ``process`` has it inline)."""
         handlers = self.handlers
@@ -661,8 +686,13 @@ class SharedInformer:
             return 1
         old = self.indexer.upsert(obj, key)
         if old is None:
-            for h in handlers:
-                h.add(obj)
+            adds = self._add_calls()
+            if adds is not None:
+                for add in adds:
+                    add(obj)
+            else:
+                for h in handlers:
+                    h.add(obj)
         elif dtype == UPDATED or old.resource_version != obj.resource_version:
             self._update(old, obj)
         return 1

@@ -171,6 +171,8 @@ class GarbageCollector(Controller):
             self._queue_owner_uids(unblocked)
 
     def _react(self, obj: KubeObject, old: KubeObject | None) -> None:
+        if obj.deletion_timestamp is None and not obj.owner_references:
+            return  # (nothing below applies to a live object without owners: most adds)
         ident = self._ident(obj)
         if _deleting_dependents(obj):
             if old is None or not _deleting_dependents(old):
