@@ -59,6 +59,8 @@ class Watch:
         self.field_selector = field_selector if field_selector is not None and not field_selector.is_empty() \
             else None
         self.bookmarks = bookmarks
+        # ``not filtered``, kept (the selection is fixed when the watch opens): WatchCache.commit's.
+        self._unfiltered = self.namespace is None and self.label_selector is None and self.field_selector is None
         self._events: deque[WatchEvent] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._waiting = False
@@ -170,6 +172,10 @@ class WatchCache:
     """History and open watches of every kind. Not locked itself: the store calls it under
     its own lock (``lock``, also taken by :meth:`remove` when a consumer stops a watch)."""
 
+    # commit's fan-out over the kind's list as it is (never changed in place) with each watch's
+    # kept ``not filtered``; False: over a copy, asking ``filtered`` (the reference).
+    direct_fanout = True
+
     def __init__(self, kinds: Iterable[str], lock: threading.RLock, history: int, start_rv: int,
                  delivered_history: int | None = None) -> None:
         self.lock = lock
@@ -216,6 +222,17 @@ class WatchCache:
             self._since_trim[kind] = n
         watches = self._watches[kind]
         if not watches:
+            return
+        if self.direct_fanout:
+            # The list is never changed in place (open and remove replace it): a watch opened or
+            # removed by a consumer woken below is not in this commit's fan-out, as with a copy.
+            for w in watches:
+                if w._unfiltered:
+                    w._push(ev)
+                elif etype == DELETED:
+                    w._offer(DELETED, obj, None, rv)
+                else:
+                    w._offer(etype, old, new, rv)
             return
         for w in list(watches):
             if not w.filtered:
@@ -296,14 +313,16 @@ class WatchCache:
                 mine = [p for p in pins if p <= rv]
                 if mine:
                     pins.remove(max(mine))
-        self._watches[kind].append(w)
+        self._watches[kind] = [*self._watches[kind], w]  # a new list: see commit
         return w
 
     def remove(self, w: Watch) -> None:
         with self.lock:
-            lst = self._watches.get(w.kind, [])
-            if w in lst:
+            lst = self._watches.get(w.kind)
+            if lst is not None and w in lst:
+                lst = list(lst)
                 lst.remove(w)
+                self._watches[w.kind] = lst  # a new list: see commit
 
     def send_bookmarks(self, rv: int) -> None:
         """A BOOKMARK at ``rv`` to every watch that asked for them."""
