@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import marshal
 import random
 from typing import Any
 
@@ -21,6 +22,7 @@ from ksched.scheduler.framework.template import (
     known_template_cache,
     labels_frozenset,
     per_pod,
+    spec_template_key,
     template_cache,
     template_key,
 )
@@ -313,3 +315,106 @@ def test_pod_keys_shared_are_the_per_pod_keys(templates: list[tuple[dict[str, An
             alone = _keys(_pod(spec, f"q{i}", labels, ns))
         assert shared == alone
         assert shared[0] == (ns, frozenset(labels.items()))
+
+
+# ---------------------------------------------------------------- the key by spec object (tkey8)
+
+
+def _value_key(pod: Pod) -> bytes:
+    """What a template is: the namespace, labels and spec as values (with their types and key
+    order), written without back-references or interning flags."""
+    return marshal.dumps((pod.namespace, pod.labels, pod.raw.get("spec")), 2)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_specs(), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["shared", "copy", "own"]),
+                          st.sampled_from(["default", "other"])), min_size=2, max_size=10))
+def test_spec_object_key_groups_pods_as_the_marshal_key(templates: list[tuple[dict[str, Any], dict[str, str]]],
+                                                        picks: list[tuple[int, str, str]]) -> None:
+    """Pods of a few random templates whose specs are one shared dict, equal dicts made apart
+    (deep copies) or distinct specs: two pods have one ``spec_template_key`` exactly when their
+    namespaces, labels and specs are equal values; pods the reference (``template_key``) puts
+    together are together. (The reference can part equal values: ``marshal`` version 4 writes
+    whether a string is interned and whether an object is referenced more than once, so a
+    shared spec dict and an equal copy of it give other bytes.) ``template_cache`` finds one
+    dict for the pods of one key, either way."""
+    template._SPEC_BYTES.clear()
+    template._TEMPLATES.clear()
+    shared_specs = [copy.deepcopy(spec) for spec, _ in templates]
+    pods = []
+    for i, (k, how, ns) in enumerate(picks):
+        spec, labels = templates[k % len(templates)]
+        if how == "own":
+            spec = {**spec, "priority": i}
+        pod = _pod(spec, f"p{i}", labels, ns)
+        if how == "shared":
+            pod.raw["spec"] = shared_specs[k % len(templates)]
+        pods.append(pod)
+    for a in pods:
+        for b in pods:
+            same_value = _value_key(a) == _value_key(b)
+            assert (spec_template_key(a) == spec_template_key(b)) is same_value
+            if template_key(a) == template_key(b):
+                assert same_value
+    # and template_cache finds one dict per template either way
+    for by_object in (True, False):
+        template._TEMPLATES.clear()
+        template.SPEC_BY_OBJECT = by_object
+        try:
+            fresh = [_pod(p.raw["spec"], p.name, p.labels, p.namespace) for p in pods]
+            for p, q in zip(pods, fresh, strict=True):
+                q.raw["spec"] = p.raw["spec"]  # the very spec object again
+            for a in fresh:
+                for b in fresh:
+                    same = _value_key(a) == _value_key(b) if by_object else template_key(a) == template_key(b)
+                    assert (template_cache(a) is template_cache(b)) is same
+        finally:
+            template.SPEC_BY_OBJECT = True
+
+
+def test_interned_label_keys_are_one_template_by_spec_object() -> None:
+    """The reference's ``marshal`` (version 4) writes whether a string is interned: equal labels
+    whose keys were interned for one pod and not for another (a parser's strings, one pod's
+    read again) are two templates to it, one by the spec object's key; the values are equal."""
+    key = "".join(["st", "yle"])  # equal to "style", not interned
+    a = _pod(_SPEC, "a", {"style": "x"})
+    b = _pod(_SPEC, "b", {key: "x"})
+    b.raw["spec"] = a.raw["spec"]
+    assert a.labels == b.labels
+    assert template_key(a) != template_key(b)
+    assert spec_template_key(a) == spec_template_key(b)
+    assert template_cache(a) is template_cache(b)
+
+
+def test_spec_bytes_are_kept_by_the_spec_object() -> None:
+    """The spec's bytes are written once per spec object; an entry for the same id but another
+    object (an id reused after its object died) is not taken."""
+    template._SPEC_BYTES.clear()
+    a = _pod(_SPEC, "a")
+    key = spec_template_key(a)
+    assert key is not None
+    assert template._SPEC_BYTES[id(a.raw["spec"])][0] is a.raw["spec"]
+    b = _pod(_with(2), "b")
+    template._SPEC_BYTES.put(id(b.raw["spec"]), ({"other": 1}, key[1]))  # a stale entry at b's spec's id
+    kb = spec_template_key(b)
+    assert kb is not None and kb[1] == marshal.dumps(b.raw["spec"], 2) != key[1]
+    assert spec_template_key(_pod({**_SPEC, "x-when": datetime.datetime(2024, 1, 1)})) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_spec_object_and_marshal_keys_place_pods_identically(seed: int) -> None:
+    """Whole simulations: the same nodes and messages with the key by spec object and with the
+    reference's key."""
+    rng = random.Random(3100 + seed)
+    nodes, pods = _cluster(rng)
+    template._TEMPLATES.clear()
+    by_object = _outcomes(True, nodes, pods, seed, None)
+    template._TEMPLATES.clear()
+    template.SPEC_BY_OBJECT = False
+    try:
+        reference = _outcomes(True, nodes, pods, seed, None)
+    finally:
+        template.SPEC_BY_OBJECT = True
+    assert by_object == reference
+    assert any(node is not None for node, _ in by_object.values())
