@@ -1,14 +1,25 @@
 """The columnar node table: allocatable, requested and non-zero requested of every node as
 NumPy arrays, one row per node and one column per resource (extended resources and hugepages
-get columns as they appear). Resource plugins filter and score all candidate rows at once."""
+get columns as they appear). Resource plugins filter and score all candidate rows at once.
+
+A pod's vector for ``add_pod`` (its requests' columns and values) is kept on its ``PodInfo``
+and, with :data:`TEMPLATE_VECTORS`, in its template's dict (``framework/template.py``'s
+``known_template_cache``: the pods of one template have equal requests), so each new
+``PodInfo`` of a replica (the assumed pod of every cycle) takes it without looking its columns
+up again; off, each ``PodInfo`` works it out (the reference)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ksched.scheduler.framework.template import known_template_cache
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 
-__all__ = ["CPU", "EPHEMERAL", "MEMORY", "PODS", "NodeTable", "ResourceColumns"]
+__all__ = ["CPU", "EPHEMERAL", "MEMORY", "PODS", "TEMPLATE_VECTORS", "NodeTable", "ResourceColumns"]
+
+# Whether a pod's add_pod vector is shared by its template (False: each PodInfo works it out).
+TEMPLATE_VECTORS = True
+_VECTOR_KEY = "node_table.vector"
 
 CPU = 0
 MEMORY = 1
@@ -121,8 +132,14 @@ class NodeTable:
         cached = pi.table_vector
         if cached is None or cached[0] is not self.cols or cached[1] != len(self.cols):
             cols = self.cols
-            pairs = tuple((cols.col(k), v) for k, v in pi.requests.items())
-            cached = pi.table_vector = (cols, len(cols), pairs)
+            t = known_template_cache(pi.pod) if TEMPLATE_VECTORS else None
+            cached = t.get(_VECTOR_KEY) if t is not None else None
+            if cached is None or cached[0] is not cols or cached[1] != len(cols):
+                pairs = tuple((cols.col(k), v) for k, v in pi.requests.items())
+                cached = (cols, len(cols), pairs)
+                if t is not None:
+                    t[_VECTOR_KEY] = cached
+            pi.table_vector = cached
             self.fit(row + 1)
         # Element updates on row views: a pod requests a few resources, for which this is
         # cheaper than NumPy's fancy indexing.
