@@ -6,11 +6,13 @@ for fewer columns is not taken), in one table and in a second one sharing nothin
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.scheduler.test_fast_paths_agree import _cluster, _outcomes
 
 from ksched.api.pod import Pod
 from ksched.scheduler.cache import node_table
@@ -100,3 +102,18 @@ def test_a_replica_takes_the_templates_vector(shared: bool) -> None:
         assert table.req[0].tolist()[:1] == [2000] and table.req[1].tolist()[:1] == [1000]
     finally:
         node_table.TEMPLATE_VECTORS = True
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_template_vectors_place_pods_identically(seed: int) -> None:
+    """Whole random simulations: the same nodes and messages with the vectors shared and not."""
+    rng = random.Random(3200 + seed)
+    nodes, pods = _cluster(rng)
+    shared = _outcomes(True, nodes, pods, seed, None)
+    node_table.TEMPLATE_VECTORS = False
+    try:
+        alone = _outcomes(True, nodes, pods, seed, None)
+    finally:
+        node_table.TEMPLATE_VECTORS = True
+    assert shared == alone
+    assert any(node is not None for node, _ in shared.values())
