@@ -90,13 +90,13 @@ def test_direct_add_calls_skip_handlers_without_on_add_and_step_aside_for_append
     inf.add_handler(EventHandler(on_add=None, on_update=lambda a, b: None))
     inf.add_handler(EventHandler(on_add=lambda o: seen.append("plain:" + o.name)))
     inf.add_handler(EventHandler(on_add=lambda o: seen.append("filtered:" + o.name), filter=lambda o: o.name != "b"))
-    assert inf._add_calls() is not None and len(inf._add_calls() or ()) == 2  # type: ignore[arg-type]
+    assert len(inf._adds) == 2 and inf._adds_of == len(inf.handlers)  # the handler without on_add: no call
     store.create(mkpod("a"))
     store.create(mkpod("b"))
     inf.poll()
     assert seen == ["plain:a", "filtered:a", "plain:b"]
     inf.handlers.append(EventHandler(on_add=lambda o: seen.append("appended:" + o.name)))
-    assert inf._add_calls() is None
+    assert inf._adds_of != len(inf.handlers)  # kept calls no longer used: through each handler
     store.create(mkpod("c"))
     inf.poll()
     assert seen[3:] == ["plain:c", "filtered:c", "appended:c"]

@@ -531,7 +531,7 @@ class SharedInformer:
         self.direct_delivery = True
         # What an add calls, per handler in order: its ``on_add`` itself when it has no filter
         # (none when it has no ``on_add``), else its ``add``; made by :meth:`add_handler`, used
-        # while ``handlers`` holds as many as then (:meth:`_add_calls`). False: every add through
+        # while ``handlers`` holds as many as then (:meth:`_added`). False: every add through
         # ``EventHandler.add`` (the reference).
         self.direct_add_calls = True
         self._adds: tuple[Callable[[Any], None], ...] = ()
@@ -588,13 +588,7 @@ class SharedInformer:
                 else:
                     old = indexer.upsert(obj, key)
                     if old is None:
-                        adds = self._add_calls()
-                        if adds is not None:
-                            for add in adds:
-                                add(obj)
-                        else:
-                            for h in handlers:
-                                h.add(obj)
+                        self._added(obj)
                     elif dtype == UPDATED or old.resource_version != obj.resource_version:
                         self._update(old, obj)
         return n
@@ -668,11 +662,15 @@ class SharedInformer:
                 n += self._apply(obj.key, dtype, obj)
         return n
 
-    def _add_calls(self) -> tuple[Callable[[Any], None], ...] | None:
-        """The calls an add makes (see ``direct_add_calls``), or None: through each handler."""
+    def _added(self, obj: KubeObject) -> None:
+        """Deliver an add: the calls ``add_handler`` kept (see ``direct_add_calls``) while the
+        handlers are those it saw, else through each handler's ``add`` (the reference)."""
         if self.direct_add_calls and self._adds_of == len(self.handlers):
-            return self._adds
-        return None
+            for add in self._adds:
+                add(obj)
+        else:
+            for h in self.handlers:
+                h.add(obj)
 
     def _apply(self, key: str, dtype: str, obj: Any) -> int:
         """One delta, as :meth:`process` applies it (the direct path's; ``process`` has it inline)."""
@@ -686,13 +684,7 @@ class SharedInformer:
             return 1
         old = self.indexer.upsert(obj, key)
         if old is None:
-            adds = self._add_calls()
-            if adds is not None:
-                for add in adds:
-                    add(obj)
-            else:
-                for h in handlers:
-                    h.add(obj)
+            self._added(obj)
         elif dtype == UPDATED or old.resource_version != obj.resource_version:
             self._update(old, obj)
         return 1
