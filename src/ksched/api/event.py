@@ -89,6 +89,10 @@ class CompactEvent(Event):
         self.message = raw.get("message") or ""
         self.type = raw.get("type") or "Normal"
         self.count = int(raw.get("count") or 1)
+        self._share_empties()
+
+    def _share_empties(self) -> None:
+        """Empty labels, annotations and finalizers as the shared empty values (never modified)."""
         if not self.labels:
             self.labels = _NO_LABELS
         if not self.annotations:
@@ -107,12 +111,7 @@ class CompactEvent(Event):
             return event
         for a in _COPIED:
             setattr(new, a, getattr(event, a))
-        if not new.labels:
-            new.labels = _NO_LABELS
-        if not new.annotations:
-            new.annotations = _NO_LABELS
-        if not new.finalizers:
-            new.finalizers = _NO_FINALIZERS
+        new._share_empties()
         return new
 
     @classmethod
