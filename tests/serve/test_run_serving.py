@@ -155,7 +155,7 @@ def test_health_metrics_configz_and_failover_over_https(env: Env) -> None:
 
         # SIGTERM: the leader finishes, releases the Lease, and the standby takes over at once.
         a.p.send_signal(signal.SIGTERM)
-        assert a.p.wait(60) == 0
+        assert a.p.wait(60) == 0, a.log()  # its log if not: the cause
         wait_for(lambda: e.holder() == "sched-b", timeout=30, what="sched-b to take over at once (not after 60s)")
         spec = e.lease()["spec"]
         assert spec["leaseTransitions"] >= 1 and spec["leaseDurationSeconds"] == 60
@@ -166,7 +166,7 @@ def test_health_metrics_configz_and_failover_over_https(env: Env) -> None:
         msgs = [ev["message"] for ev in evs["items"] if ev["reason"] == "LeaderElection"]
         assert "sched-a became leader" in msgs and "sched-a stopped leading" in msgs and "sched-b became leader" in msgs
         b.p.send_signal(signal.SIGTERM)
-        assert b.p.wait(60) == 0
+        assert b.p.wait(60) == 0, b.log()  # its log if not: the cause
         assert "Traceback" not in a.log() + b.log()
 
 
@@ -268,9 +268,9 @@ def test_dispatcher_and_instance_endpoints(env: Env) -> None:
         assert body["metadata"]["annotations"]["ksched.io/instance"] == "sched-0"
         a = disp[0][0]
         a.p.send_signal(signal.SIGTERM)
-        assert a.p.wait(60) == 0
+        assert a.p.wait(60) == 0, a.log()  # its log if not: the cause
         wait_for(lambda: e.holder("ksched-dispatcher") == "disp-b", timeout=30,
                  what="disp-b taking over at once (not after 60s)")
         for p in (disp[1][0], inst):
             p.p.send_signal(signal.SIGTERM)
-            assert p.p.wait(60) == 0
+            assert p.p.wait(60) == 0, p.log()  # its log if not: the cause
