@@ -93,6 +93,7 @@ from ksched.apiserver.patch import MERGE_PATCH, PatchError, apply_patch, merge_p
 from ksched.apiserver.resourcequota import QuotaRefused, check_request
 from ksched.apiserver.strategy import prepare_for_create, prepare_for_update
 from ksched.apiserver.watch import Watch, WatchCache
+from ksched.boundedcache import BoundedCache
 from ksched.clock import Clock, RealClock
 
 __all__ = ["Store"]
@@ -271,7 +272,7 @@ class Store:
         self.share_admitted_specs = True
         self._admission_writes = 0  # writes of ADMISSION_KINDS' objects
         # Key -> [the writes count then, the admitted spec, the first pod stored with it].
-        self._admitted_specs: dict[tuple[Any, ...], list[Any]] = {}
+        self._admitted_specs: BoundedCache[tuple[Any, ...], list[Any]] = BoundedCache(4096)
         self._event_time: tuple[str, float | None] = ("", None)
         # The PodScheduled condition of the last instant's bindings, shared by them
         # (:meth:`_scheduled_condition`); False: one per binding (the reference).
@@ -815,9 +816,7 @@ class Store:
         keeps = admit_pod(raw, self._lookup, self.disabled_admission, existing=existing)
         if key is None or not keeps:
             return keeps, None
-        if len(self._admitted_specs) >= 4096:
-            self._admitted_specs.clear()
-        entry = self._admitted_specs[key] = [self._admission_writes, raw["spec"], None]
+        entry = self._admitted_specs.put(key, [self._admission_writes, raw["spec"], None])
         return keeps, entry
 
     # ------------------------------------------------------------------ custom resource definitions

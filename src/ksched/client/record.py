@@ -102,7 +102,7 @@ class EventRecorder:
                 f"{int(now * 1e9) + self._counter:x}"
             name = f"{obj.name}.{suffix}"
             ts = self._format(now)
-            direct = self._create_values if self.client is self._values_client else self._values_path()
+            direct = self._values_path()
             if direct is None or direct(
                     name, obj.namespace or "default",
                     (obj.API_VERSION, obj.KIND, obj.namespace, obj.name, obj.uid, obj.resource_version),
