@@ -132,17 +132,19 @@ class CompactEvent(Event):
             raw["reportingComponent"], raw["reportingInstance"]), creation_timestamp)
 
     @classmethod
-    def of_values(cls, values: tuple[Any, ...], creation_timestamp: float | None) -> CompactEvent:
+    def of_values(cls, values: tuple[Any, ...], creation_timestamp: float | None,
+                  key: str | None = None) -> CompactEvent:
         """The Event of the recorder's layout whose leaf values are ``values``, in the order of
         :data:`RECORDER_VALUES` (what :meth:`of_recorded` reads from the manifest; the store's
         direct path for the recorder's Events, ``Store.create_recorded_event``, builds them
-        without a manifest)."""
+        without a manifest). ``key``: ``namespace/name`` as the caller made it already (the
+        store's lookup), interned as the one made here would be."""
         new = _NEW(cls)
         new._shape = _RECORDER_SHAPE
         new._values = values
         name = new.name = values[2]
         ns = new.namespace = values[3]
-        new._key = sys.intern(f"{ns}/{name}")
+        new._key = sys.intern(key if key is not None else f"{ns}/{name}")
         new.uid = values[4]
         new.resource_version = values[6]
         new.labels = _NO_LABELS

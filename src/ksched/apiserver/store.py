@@ -261,6 +261,13 @@ class Store:
         # without the generic patch and update steps, none of which changes it
         # (:meth:`_patch_pod_status`); False: the generic path (the reference).
         self.direct_pod_status = True
+        # A binding committed by its own steps (:meth:`_commit_binding`: the ledger charged
+        # with ``add``, no dispatch on the kind); False: the generic :meth:`_commit` (the
+        # reference).
+        self.direct_binding_commit = True
+        # ... and the recorder's new Events (:meth:`create_recorded_event`) by theirs: hooks, the
+        # bucket, the watch cache; False: the generic :meth:`_commit` (the reference).
+        self.direct_event_commit = True
 
         # A validated Pod handed over (the loader's) gives its parse (:meth:`create`); False:
         # its manifest is parsed again as any other's (the reference).
@@ -638,8 +645,16 @@ class Store:
             rv = self._next_rv()
             stored = CompactEvent.of_values(
                 ("v1", "Event", name, namespace, uid, created_s, str(rv), *involved, reason, message, etype, action,
-                 1, timestamp, timestamp, component, component, component), created)
-            self._commit(Event, ADDED, None, stored, rv)
+                 1, timestamp, timestamp, component, component, component), created, key)
+            if self.direct_event_commit:
+                # _commit(Event, ADDED, None, stored, rv) of a new Event: hooks, the bucket, the
+                # watch cache (an Event is no admission kind, no Pod, claim or Service).
+                for hook in self.on_commit:
+                    hook(ADDED, "Event", stored, rv)
+                events[stored.key] = stored
+                self.watch_cache.commit("Event", ADDED, None, stored, rv)
+            else:
+                self._commit(Event, ADDED, None, stored, rv)
         self._written()
         return stored
 
@@ -1380,9 +1395,32 @@ class Store:
             new.nominated_node_name = ""
             if annotations:
                 new.annotations = md["annotations"]
-            self._commit(Pod, MODIFIED, old, new, rv)
+            if self.direct_binding_commit:
+                self._commit_binding(old, new, rv)
+            else:
+                self._commit(Pod, MODIFIED, old, new, rv)
         self._written()
         return new
+
+    def _commit_binding(self, old: Pod, new: Pod, rv: int) -> None:
+        """:meth:`_commit` of a binding (``_commit(Pod, MODIFIED, old, new, rv)``) with what the
+        binding already knows taken as known: the kind is Pod (no admission kind, no claim or
+        Service), the event a modification, both versions Pods with the same key, the new one
+        not being deleted (:meth:`bind` refuses a pod being deleted), and the old one bound to no
+        node, so the ledger's ``update(old, new)`` has nothing to take back (``remove`` of an
+        unbound pod does nothing and the two charges differ by node) and is ``add(new)``. The
+        same steps in the same order: hooks, the bucket, the terminating set, the ledger, the
+        resolver's pod conflicts, the watch cache."""
+        for hook in self.on_commit:
+            hook(MODIFIED, "Pod", new, rv)
+        key = new.key
+        self._objects["Pod"][key] = new
+        if self._terminating:
+            self._terminating.pop(key, None)
+        self.accounting.add(new)
+        if self.pod_conflicts is not None:
+            self.pod_conflicts.update(old, new)
+        self.watch_cache.commit("Pod", MODIFIED, old, new, rv)
 
     def _scheduled_condition(self, now_s: str) -> dict[str, Any]:
         """The PodScheduled=True condition a binding at ``now_s`` writes: one dict for all the
