@@ -5,7 +5,11 @@ to the queue, nodes and storage objects go to the cache and wake the pods they m
 With a pod filter (a scheduler instance that takes only the pods dispatched to it), the
 unscheduled pods of our profiles dispatched elsewhere are still ours as far as nominations go:
 their ``status.nominatedNodeName`` is kept in the nominator, so the room another instance's
-preemption made is reserved here too, as one scheduler reserves it for a pod in its queue."""
+preemption made is reserved here too, as one scheduler reserves it for a pod in its queue.
+
+Divergence: upstream registers the assigned-pod and unscheduled-pod handlers as two filtered
+handlers; here (``COMBINED_POD_HANDLERS``) they are one handler that decides both filters from one
+read of the pod and makes the same calls in the same order (the filtered pair is the reference)."""
 
 from __future__ import annotations
 
@@ -30,9 +34,16 @@ from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.types import PodInfo
 from ksched.scheduler.queue.scheduling_queue import PriorityQueue
 
-__all__ = ["add_all_event_handlers", "node_update_events"]
+__all__ = ["COMBINED_POD_HANDLERS", "add_all_event_handlers", "node_update_events"]
 
 log = logging.getLogger(__name__)
+
+# The scheduler's two Pod handlers (assigned pods -> cache, unscheduled pods -> queue) registered
+# as one unfiltered handler that reads each pod's node, phase and scheduler name once for both
+# filters and calls what the filtered pair would call, in the same order; False: the two
+# filtered handlers (the reference, upstream's pair of FilteringResourceEventHandlers). Read
+# when the handlers are added.
+COMBINED_POD_HANDLERS = True
 
 
 def _unwrap(obj: Any) -> Any:
@@ -133,7 +144,7 @@ def add_all_event_handlers(sched: EventTarget) -> None:
             log.error("scheduler cache remove_pod failed: %s", e)
         sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
-    pods.add_handler(EventHandler(add_pod_to_cache, update_pod_in_cache, delete_pod_from_cache, filter=assigned))
+    cache_handler = EventHandler(add_pod_to_cache, update_pod_in_cache, delete_pod_from_cache, filter=assigned)
 
     # Unscheduled pods -> queue (ours) or, dispatched to another instance, only the nominator.
     nominator = sched.queue.nominator
@@ -176,7 +187,58 @@ def add_all_event_handlers(sched: EventTarget) -> None:
         for fw in sched.profiles.values():
             fw.reject_waiting_pod(pod.uid or pod.key, "", "pod deleted")
 
-    pods.add_handler(EventHandler(add_pod_to_queue, update_pod_in_queue, delete_pod_from_queue, filter=unscheduled))
+    queue_handler = EventHandler(add_pod_to_queue, update_pod_in_queue, delete_pod_from_queue, filter=unscheduled)
+    if not COMBINED_POD_HANDLERS:
+        pods.add_handler(cache_handler)
+        pods.add_handler(queue_handler)
+    else:
+        # One unfiltered handler doing what the two filtered ones do, in their order: each pod's
+        # node, phase and scheduler name read once for both filters.
+        def on_add(pod: Any) -> None:
+            if type(pod) is not Pod:
+                cache_handler.add(pod)
+                queue_handler.add(pod)
+                return
+            if pod.is_terminal:
+                return
+            if pod.node_name:
+                add_pod_to_cache(pod)
+            elif pod.scheduler_name in sched.profiles:
+                add_pod_to_queue(pod)
+
+        def on_update(old: Any, new: Any) -> None:
+            if type(old) is not Pod or type(new) is not Pod:
+                cache_handler.update(old, new)
+                queue_handler.update(old, new)
+                return
+            old_live, new_live = not old.is_terminal, not new.is_terminal
+            old_node, new_node = old.node_name, new.node_name
+            # assigned(): a node and not terminal.
+            was = bool(old_node) and old_live
+            now = bool(new_node) and new_live
+            if was:
+                if now:
+                    update_pod_in_cache(old, new)
+                else:
+                    delete_pod_from_cache(old)
+            elif now:
+                add_pod_to_cache(new)
+            # unscheduled(): no node, not terminal, one of our profiles.
+            was = not old_node and old_live and old.scheduler_name in sched.profiles
+            now = not new_node and new_live and new.scheduler_name in sched.profiles
+            if was:
+                if now:
+                    update_pod_in_queue(old, new)
+                else:
+                    delete_pod_from_queue(old)
+            elif now:
+                add_pod_to_queue(new)
+
+        def on_delete(obj: Any) -> None:
+            cache_handler.delete(obj)
+            queue_handler.delete(obj)
+
+        pods.add_handler(EventHandler(on_add, on_update, on_delete))
 
     # Nodes -> cache, and wake pods a node change may help.
     def add_node(node: Node) -> None:
@@ -239,6 +301,8 @@ def _assigned_update_action(old: Pod, new: Pod, shortcut: bool = True) -> Action
     reference for a status write sharing the parsed spec)."""
     from ksched.api.resources import pod_requests
 
+    if shortcut and old.labels is new.labels and _same_requests_source(old, new):
+        return ActionType.UPDATE_POD_OTHER  # (a status write: nothing below can change)
     action = ActionType.NONE
     if old.labels is not new.labels and old.labels != new.labels:
         action |= ActionType.UPDATE_POD_LABEL
