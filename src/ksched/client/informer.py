@@ -536,6 +536,15 @@ class SharedInformer:
         self.direct_add_calls = True
         self._adds: tuple[Callable[[Any], None], ...] = ()
         self._adds_of = 0
+        # What an update calls, per combination of the ``skip_update`` verdicts (the distinct
+        # predicates evaluated once each, in order, as the reference does): each handler not
+        # skipped, in order, by its ``on_update`` itself when it has no filter (none when it has
+        # no ``on_update``), else by its ``update``; made on first use of a combination after
+        # :meth:`add_handler`, used while ``handlers`` holds as many as then. False: every update
+        # through ``EventHandler.update`` (the reference).
+        self.direct_update_calls = True
+        self._updates: dict[Any, tuple[Callable[[Any, Any], None], ...]] = {}
+        self._updates_of = -1
 
     def add_handler(self, handler: EventHandler) -> None:
         self.handlers.append(handler)
@@ -545,12 +554,29 @@ class SharedInformer:
         s = handler.skip_update
         if s is not None and s not in self._skips:
             self._skips.append(s)
+        self._updates = {}
+        self._updates_of = len(self.handlers)
         for o in self.indexer.list():
             handler.add(o)
 
     def _update(self, old: KubeObject, new: KubeObject) -> None:
         """Deliver an update to every handler whose ``skip_update`` does not rule it out."""
         skips = self._skips
+        if self.direct_update_calls and self._updates_of == len(self.handlers):
+            # The verdicts as the reference takes them (each predicate once, in order): the
+            # handlers it calls are then fixed, and so are the calls it makes through them.
+            if not skips:
+                verdicts: Any = ()
+            elif len(skips) == 1:
+                verdicts = not skips[0](old, new)
+            else:
+                verdicts = tuple([not s(old, new) for s in skips])
+            calls = self._updates.get(verdicts)
+            if calls is None:
+                calls = self._update_calls(verdicts)
+            for call in calls:
+                call(old, new)
+            return
         if not skips:
             for h in self.handlers:
                 h.update(old, new)
@@ -568,6 +594,18 @@ class SharedInformer:
         for h in self.handlers:
             if h.skip_update is None or h.skip_update not in skipped:
                 h.update(old, new)
+
+    def _update_calls(self, verdicts: Any) -> tuple[Callable[[Any, Any], None], ...]:
+        """The calls an update makes for ``verdicts`` (see ``direct_update_calls``): True where
+        a predicate of ``_skips`` lets the update through."""
+        skips = self._skips
+        through = (verdicts,) if len(skips) == 1 else verdicts
+        skipped = {s for s, ok in zip(skips, through, strict=True) if not ok}
+        calls = tuple(h.update if h.filter is not None else h.on_update for h in self.handlers
+                      if (h.skip_update is None or h.skip_update not in skipped)
+                      and (h.filter is not None or h.on_update is not None))
+        self._updates[verdicts] = calls  # type: ignore[assignment]
+        return calls  # type: ignore[return-value]
 
     def has_synced(self) -> bool:
         return self.reflector.listed and len(self.fifo) == 0
