@@ -91,7 +91,7 @@ class DisruptionController(Controller):
         self.pdbs = informers.informer("PodDisruptionBudget")
         self.pods = informers.informer("Pod")
         self.pdbs.add_handler(EventHandler(self._on_pdb, lambda old, new: self._on_pdb(new), self._on_pdb))
-        self.pods.add_handler(EventHandler(self._on_pod, lambda old, new: self._on_pod(new), self._on_pod))
+        self.pods.add_handler(EventHandler(self._on_pod, self._on_pod_update, self._on_pod))
 
     def _on_pdb(self, obj: Any) -> None:
         self.queue.add(_namespace(obj))
@@ -102,6 +102,12 @@ class DisruptionController(Controller):
         ns = _namespace(obj)
         if self.pdbs.indexer.by_index("namespace", ns):
             self.queue.add(ns)
+
+    def _on_pod_update(self, old: Any, new: Any) -> None:
+        """``_on_pod(new)`` (called by the informer without a wrapper of its own)."""
+        if not len(self.pdbs.indexer):
+            return
+        self._on_pod(new)
 
     def sync(self, key: Any) -> None:
         pdbs = self.pdbs.indexer.by_index("namespace", key)

@@ -70,7 +70,7 @@ class PodGCController(Controller):
         self._terminated: set[str] = set()
         # Node name -> when the pass found it missing (its quarantine ends 40 s later).
         self._quarantine: dict[str, float] = {}
-        self.pods.add_handler(EventHandler(self._on_pod, lambda old, new: self._on_pod(new), self._on_pod_delete))
+        self.pods.add_handler(EventHandler(self._on_pod, self._on_pod_update, self._on_pod_delete))
         self.nodes.add_handler(EventHandler(self._on_node, lambda old, new: self._on_node(new),
                                             self._on_node_delete))
 
@@ -101,6 +101,15 @@ class PodGCController(Controller):
         else:
             self._terminated.discard(p.key)
         if (0 < self.threshold < len(self._terminated)) or self._may_collect(p):
+            self._schedule()
+
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        """``_on_pod(new)``, written out (the informer calls it for every Pod status write)."""
+        if new.phase in ("Succeeded", "Failed"):  # _terminated(new)
+            self._terminated.add(new.key)
+        else:
+            self._terminated.discard(new.key)
+        if (0 < self.threshold < len(self._terminated)) or self._may_collect(new):
             self._schedule()
 
     def _on_pod_delete(self, obj: Any) -> None:

@@ -69,7 +69,7 @@ class TaintEvictionController(Controller):
         self._scheduled: dict[str, tuple[str, float, float]] = {}
         self.nodes.add_handler(EventHandler(self._on_node, lambda o, n: self._on_node_update(o, n),
                                             lambda o: None))
-        self.pods.add_handler(EventHandler(self._on_pod, lambda o, n: self._on_pod(n), self._on_pod_delete))
+        self.pods.add_handler(EventHandler(self._on_pod, self._on_pod_update, self._on_pod_delete))
 
     def _no_execute(self, node: Node) -> list[Taint]:
         return [t for t in node.taints if t.effect == NO_EXECUTE]
@@ -88,13 +88,19 @@ class TaintEvictionController(Controller):
         if pod.node_name and (pod.key in self._scheduled or self._tainted(pod.node_name)):
             self.queue.add(pod.key)
 
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        """``_on_pod(new)`` (called by the informer without a wrapper of its own)."""
+        if new.node_name and (new.key in self._scheduled or self._tainted(new.node_name)):
+            self.queue.add(new.key)
+
     def _on_pod_delete(self, obj: Any) -> None:
         p = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         self._scheduled.pop(p.key, None)
 
     def _tainted(self, node_name: str) -> bool:
         n = self.nodes.get(node_name)
-        return isinstance(n, Node) and bool(self._no_execute(n))
+        # (No taints at all, the common case: no list of the NoExecute ones made.)
+        return isinstance(n, Node) and bool(n.taints) and bool(self._no_execute(n))
 
     def _cancel(self, pod: Pod) -> None:
         if self._scheduled.pop(pod.key, None) is not None:
