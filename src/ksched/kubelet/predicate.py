@@ -15,7 +15,13 @@ resource: ..." for resources, ``<Predicate>`` with "Predicate <Predicate> failed
 of their requests (the kubelet keeps both, ``ksched.kubelet.admitted``) for a pod without host
 ports, whose check is the only one that reads the other pods themselves: the same checks in the
 same order (``_fits_counted`` is ``_fits`` without going over the pods; ``_fits`` stays the
-reference).
+reference). With ``ADMIT_BY_TEMPLATE`` (False: ``admit_each_check`` for every pod, the reference)
+it answers through ``admit_by_template``: a pod whose template (its parsed containers, overhead,
+pod-level requests, affinity and node selector, shared by the replicas of one template, and its
+OS label and field) asks for native resources only, has no OS label or field, no node selector
+or required node affinity, on a node without NoExecute taints, has its OS and after-resources
+checks pass by construction, so only the pod count and the template's requests (kept with the
+resource names in the fit check's order) are checked (``tests/kubelet/test_admit_by_template.py``).
 
 Divergences: critical-pod preemption (``pkg/kubelet/preemption``) is not simulated (a critical
 pod that does not fit is refused like any other); the node's OS is its ``kubernetes.io/os`` label
@@ -26,6 +32,7 @@ is the API's); SupplementalGroupsPolicy and plugin-resource checks do not apply.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ksched.api.accounting import host_port_conflict
 from ksched.api.node import Node
@@ -165,11 +172,75 @@ def _other_predicates(pod: Pod, node: Node, others: Iterable[Pod]) -> PodAdmitRe
     return PodAdmitResult(False, name, f"Predicate {name} failed: {reason}")
 
 
+class _Template:
+    """What :meth:`PredicateAdmitHandler.admit_by_template` needs of a pod's template: the
+    parsed parts its checks read (by identity: the replicas of one template share them; its OS
+    label and field by value), its requests and the names the fit check goes through, and
+    whether the checks after the resources' pass on any node without NoExecute taints."""
+
+    __slots__ = ("affinity", "containers", "init_containers", "names", "node_selector", "os_label", "os_name",
+                 "overhead", "plain", "pod_level_requests", "request")
+
+    def __init__(self, pod: Pod, os_label: str | None, os_name: Any) -> None:
+        self.containers = pod.containers
+        self.init_containers = pod.init_containers
+        self.overhead = pod.overhead
+        self.pod_level_requests = pod.pod_level_requests
+        self.affinity = pod.affinity
+        self.node_selector = pod.node_selector
+        self.os_label = os_label
+        self.os_name = os_name
+        req = self.request = pod_requests(pod)
+        names = tuple(r for r in _NATIVE_ORDER if req.get(r, 0) > 0)
+        # Only native resources (no other name the node's allocatable would filter), no OS
+        # label or field (no OS check), no node selector or required node affinity: the checks
+        # after the resources' pass on any node without NoExecute taints (host ports are not
+        # asked about here).
+        na = pod.affinity.node_affinity if pod.affinity is not None else None
+        self.plain = (all(k in _NATIVE_OR_PODS or v <= 0 for k, v in req.items()) and os_label is None
+                      and not os_name and not pod.node_selector and (na is None or na.required is None))
+        self.names = names
+
+    def matches(self, pod: Pod, os_label: str | None, os_name: Any) -> bool:
+        return (self.containers is pod.containers and self.init_containers is pod.init_containers
+                and _same(self.overhead, pod.overhead) and _same(self.pod_level_requests, pod.pod_level_requests)
+                and self.affinity is pod.affinity and _same(self.node_selector, pod.node_selector)
+                and self.os_label == os_label and self.os_name == os_name)
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """The same map, or both empty (a pod without one has an empty map of its own)."""
+    return a is b or (not a and not b)
+
+
+# The predicate handler answers a pod of a template it has seen, on a node without NoExecute
+# taints, from what it worked out for the template (``admit_by_template``); False: every check
+# for every pod (``admit_each_check``, the reference).
+ADMIT_BY_TEMPLATE = True
+_TEMPLATES_MAX = 4096  # templates kept: forgotten all at once when full
+_templates: dict[int, _Template] = {}  # id(pod.containers) -> its template (which holds them)
+
+
+def _template(pod: Pod, os_label: str | None, os_name: Any) -> _Template:
+    t = _templates.get(id(pod.containers))
+    if t is None or not t.matches(pod, os_label, os_name):
+        if len(_templates) >= _TEMPLATES_MAX:
+            _templates.clear()
+        t = _templates[id(pod.containers)] = _Template(pod, os_label, os_name)
+    return t
+
+
+def _no_execute_free(node: Node) -> bool:
+    return all(t.effect != NO_EXECUTE for t in node.taints)
+
+
 class PredicateAdmitHandler:
     """Admits a pod that fits the node beside the pods it already runs."""
 
     def __init__(self, get_node: Callable[[], Node | None]) -> None:
         self.get_node = get_node
+        self._memo_node: Node | None = None  # the node last seen, and whether it has no NoExecute taint
+        self._memo_plain = False
 
     def admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
         node = self.get_node()
@@ -184,7 +255,15 @@ class PredicateAdmitHandler:
     def admit_without_pods(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
                            ) -> PodAdmitResult | None:
         """:meth:`admit` from the number of other pods and the sum of their requests; None (ask
-        :meth:`admit`) without that sum or for a pod with host ports."""
+        :meth:`admit`) without that sum or for a pod with host ports. With ``ADMIT_BY_TEMPLATE``
+        through :meth:`admit_by_template`."""
+        if ADMIT_BY_TEMPLATE:
+            return self.admit_by_template(pod, other_count, other_requests)
+        return self.admit_each_check(pod, other_count, other_requests)
+
+    def admit_each_check(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
+                         ) -> PodAdmitResult | None:
+        """:meth:`admit_without_pods` checking everything for every pod (the reference)."""
         if other_requests is None or pod.host_ports():
             return None
         node = self.get_node()
@@ -197,6 +276,38 @@ class PredicateAdmitHandler:
         if not fit.admit:
             return fit
         return _other_predicates(pod, node, ())
+
+    def admit_by_template(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
+                          ) -> PodAdmitResult | None:
+        """:meth:`admit_without_pods`; for a pod whose template is plain (``_Template``) on a
+        node without NoExecute taints, from the template: the OS checks and the checks after
+        the resources' pass (node affinity, the node's name, no host ports, no taint to
+        tolerate), so only the pod count and the template's requests against the others' sum
+        are checked, in the same order with the same messages."""
+        if other_requests is None or pod.host_ports():
+            return self.admit_each_check(pod, other_count, other_requests)
+        node = self.get_node()
+        if node is None:
+            return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
+        if node is not self._memo_node:
+            self._memo_node = node
+            self._memo_plain = _no_execute_free(node)
+        os_label = pod.labels.get(LABEL_OS)
+        os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
+        t = _template(pod, os_label, os_name)
+        if not (t.plain and self._memo_plain and pod.node_name == node.name):
+            return self.admit_each_check(pod, other_count, other_requests)
+        alloc = node.allocatable
+        max_pods = alloc.get("pods", 0)
+        if other_count + 1 > max_pods:
+            return _insufficient("pods", 1, other_count, max_pods)
+        req = t.request
+        for r in t.names:
+            have = alloc.get(r, 0)
+            used = other_requests.get(r, 0)
+            if req[r] > have - used:
+                return _insufficient(r, req[r], used, have)
+        return ADMITTED
 
     @staticmethod
     def _os_refusal(pod: Pod, node: Node) -> PodAdmitResult | None:
