@@ -488,8 +488,7 @@ class FakeKubelet:
         status: dict[str, Any] = {
             "phase": "Running", "startTime": format_time(now),
             "conditions": rt.pod_conditions(pod, now, ready=True),
-            "containerStatuses": [rt.container_status(pod, c, rt.running(now), 0, ready=True)
-                                  for c in pod.containers]}
+            "containerStatuses": rt.started_statuses(pod, now)}
         if pod.init_containers:
             status["initContainerStatuses"] = rt.init_container_statuses(pod, now)
         self._patch_status(pod, status)

@@ -239,9 +239,37 @@ def _condition(ctype: str, status: str, ts: str, reason: str = "", message: str 
                   lambda: _make_condition(ctype, status, ts, reason, message))
 
 
+# The conditions list of a pod whose conditions are the very objects another pod's were, at the
+# same instant with the same readiness, reason and message, is that pod's list: one list for the
+# pods a kubelet starts at one instant (their binding's PodScheduled condition is one object,
+# ``Store.share_status_values``), made once. Only while SHARE_STATUS_VALUES is on (the same rule:
+# nothing changes a stored manifest in place). False: a list for each pod (the reference).
+SHARE_CONDITION_LISTS = True
+_LISTS_MAX = 256  # distinct lists kept (those of the last instants): cleared when full
+# (now, ready, reason, message, ids of the pod's conditions...) -> (those conditions, the list).
+_lists: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+
+
 def pod_conditions(pod: Pod, now: float, ready: bool, reason: str = "", message: str = "") -> list[dict[str, Any]]:
     """The pod's conditions with Initialized True and ContainersReady/Ready as given (a condition
-    whose status does not change keeps its transition time)."""
+    whose status does not change keeps its transition time). Shared with an earlier pod's whose
+    conditions were the same objects (``SHARE_CONDITION_LISTS``): do not change it in place."""
+    if not (SHARE_CONDITION_LISTS and SHARE_STATUS_VALUES):
+        return _pod_conditions(pod, now, ready, reason, message)
+    conds = pod.conditions
+    key = (now, ready, reason, message, *map(id, conds))
+    hit = _lists.get(key)
+    if hit is not None:
+        return hit[1]
+    out = _pod_conditions(pod, now, ready, reason, message)
+    if len(_lists) >= _LISTS_MAX:
+        _lists.clear()
+    # The entry holds the conditions: while it is kept, no other object has their ids.
+    _lists[key] = (tuple(conds), out)
+    return out
+
+
+def _pod_conditions(pod: Pod, now: float, ready: bool, reason: str, message: str) -> list[dict[str, Any]]:
     ts = format_time(now)
     keep = [c for c in pod.conditions if c.get("type") not in ("Initialized", "ContainersReady", "Ready")]
     out = list(keep)
@@ -268,6 +296,37 @@ def container_status(pod: Pod, c: Any, state: dict[str, Any], restart_count: int
     if "waiting" not in state:
         st["containerID"] = _container_id(pod, c.name, restart_count)
     return st
+
+
+# Containers started at one instant, ready, without restarts or a last state, have statuses
+# equal but for the pod's containerID: each is a copy of one dict per container and instant (a
+# container of a template is one parsed object for all its replicas) with the pod's containerID
+# added. False: each built whole (``container_status``, the reference).
+STAMP_RUNNING_STATUSES = True
+_STAMPS_MAX = 1024  # containers kept (those of the last instants): cleared when full
+_stamps: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # id(container) -> (it, state, status)
+
+
+def started_statuses(pod: Pod, started: float) -> list[dict[str, Any]]:
+    """The pod's container statuses when its containers have just started (ready, no restarts,
+    no last state): ``container_status(pod, c, running(started), 0, ready=True)`` for each."""
+    if not (STAMP_RUNNING_STATUSES and SHARE_STATUS_VALUES):
+        return [container_status(pod, c, running(started), 0, ready=True) for c in pod.containers]
+    state = running(started)
+    out = []
+    uid = pod.uid
+    for c in pod.containers:
+        hit = _stamps.get(id(c))
+        if hit is None or hit[0] is not c or hit[1] is not state:
+            if len(_stamps) >= _STAMPS_MAX:
+                _stamps.clear()
+            base = container_status(pod, c, state, 0, ready=True)
+            del base["containerID"]
+            hit = _stamps[id(c)] = (c, state, base)
+        st = hit[2].copy()
+        st["containerID"] = f"ksched://{uid}/{c.name}/0"
+        out.append(st)
+    return out
 
 
 def running(started: float) -> dict[str, Any]:
