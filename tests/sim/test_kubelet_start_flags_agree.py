@@ -1,0 +1,79 @@
+"""The simulated kubelet's per-template and per-node shortcuts of the node9 round against their
+reference paths, in whole simulations: admission answered per template
+(``predicate.ADMIT_BY_TEMPLATE``), the started pods' conditions lists and container statuses
+made once per instant and template (``runtime.SHARE_CONDITION_LISTS``,
+``runtime.STAMP_RUNNING_STATUSES``), the eviction manager's kick asking first whether the node
+has anything to watch (``pressure.QUICK_KICK``). The node-side benchmark's day (usage,
+pressure, evictions, node failures, a drain) and a realistic directory end with the same
+history, usage samples, passes, pods, nodes and Leases, and the same report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ksched.kubelet import predicate, pressure
+from ksched.kubelet import runtime as rt
+from ksched.sim.nodebench import node_side_day
+from ksched.sim.realistic import generate
+
+FLAGS = ((predicate, "ADMIT_BY_TEMPLATE"), (rt, "SHARE_CONDITION_LISTS"), (rt, "STAMP_RUNNING_STATUSES"),
+         (pressure, "QUICK_KICK"))
+
+
+def _set(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    for mod, name in FLAGS:
+        monkeypatch.setattr(mod, name, on)
+    predicate._templates.clear()
+    rt._lists.clear()
+    rt._stamps.clear()
+
+
+def _state(sim: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in ("Pod", "Node", "Lease", "Event"):
+        objs = []
+        for o in sim.store.items(kind):
+            md = {k: v for k, v in o.raw.get("metadata", {}).items() if k not in ("resourceVersion", "uid")}
+            objs.append(json.dumps({**o.raw, "metadata": md}, sort_keys=False, default=str))
+        out[kind] = sorted(objs)
+    return out
+
+
+def test_the_node_side_day_ends_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set(monkeypatch, False)
+    ref, r1 = node_side_day(9, 60, seed=3)
+    _set(monkeypatch, True)
+    fast, r2 = node_side_day(9, 60, seed=3)
+    timings = ("seconds", "cpu_seconds")
+    assert {k: v for k, v in r1.items() if not k.endswith(timings)} == {
+        k: v for k, v in r2.items() if not k.endswith(timings)}
+    assert r1["evicted_by_kubelet"] > 0  # the day has pressure and evictions
+    assert list(fast.history.rows) == list(ref.history.rows)
+    assert list(fast.history.samples) == list(ref.history.samples)
+    assert fast.kubelet.pressure.passes == ref.kubelet.pressure.passes > 0
+    assert _state(fast) == _state(ref)
+
+
+def test_a_realistic_directory_reports_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksched.api.loader import LoadResult, build_objects, read_manifests
+    from ksched.sim.report import build_report
+    from ksched.sim.simulation import Simulation
+
+    generate(tmp_path, 12, 150, 10, seed=2)
+
+    def run() -> tuple[str, dict[str, Any]]:
+        res = LoadResult()
+        build_objects(read_manifests([str(tmp_path)], res), res, unknown_kinds="skip")
+        sim = Simulation(None, seed=0)
+        sim.load(res.objects, [i for i, m in enumerate(res.manifests) if m.existing], owned=True, validated=True)
+        result = sim.run()
+        return json.dumps(build_report(sim, result), default=str), _state(sim)
+
+    _set(monkeypatch, False)
+    ref = run()
+    _set(monkeypatch, True)
+    assert run() == ref
