@@ -178,8 +178,8 @@ class _Template:
     label and field by value), its requests and the names the fit check goes through, and
     whether the checks after the resources' pass on any node without NoExecute taints."""
 
-    __slots__ = ("affinity", "containers", "init_containers", "names", "node_selector", "os_label", "os_name",
-                 "overhead", "plain", "pod_level_requests", "request")
+    __slots__ = ("affinity", "containers", "host_ports", "init_containers", "names", "node_selector", "os_label",
+                 "os_name", "overhead", "plain", "pod_level_requests", "request")
 
     def __init__(self, pod: Pod, os_label: str | None, os_name: Any) -> None:
         self.containers = pod.containers
@@ -190,6 +190,7 @@ class _Template:
         self.node_selector = pod.node_selector
         self.os_label = os_label
         self.os_name = os_name
+        self.host_ports = bool(pod.host_ports())  # (read from the containers and init containers)
         req = self.request = pod_requests(pod)
         names = tuple(r for r in _NATIVE_ORDER if req.get(r, 0) > 0)
         # Only native resources (no other name the node's allocatable would filter), no OS
@@ -284,17 +285,19 @@ class PredicateAdmitHandler:
         the resources' pass (node affinity, the node's name, no host ports, no taint to
         tolerate), so only the pod count and the template's requests against the others' sum
         are checked, in the same order with the same messages."""
-        if other_requests is None or pod.host_ports():
-            return self.admit_each_check(pod, other_count, other_requests)
+        if other_requests is None:
+            return None
+        os_label = pod.labels.get(LABEL_OS)
+        os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
+        t = _template(pod, os_label, os_name)
+        if t.host_ports:
+            return None
         node = self.get_node()
         if node is None:
             return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
         if node is not self._memo_node:
             self._memo_node = node
             self._memo_plain = _no_execute_free(node)
-        os_label = pod.labels.get(LABEL_OS)
-        os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
-        t = _template(pod, os_label, os_name)
         if not (t.plain and self._memo_plain and pod.node_name == node.name):
             return self.admit_each_check(pod, other_count, other_requests)
         alloc = node.allocatable
