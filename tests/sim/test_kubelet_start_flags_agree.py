@@ -3,7 +3,8 @@ reference paths, in whole simulations: admission answered per template
 (``predicate.ADMIT_BY_TEMPLATE``), the started pods' conditions lists and container statuses
 made once per instant and template (``runtime.SHARE_CONDITION_LISTS``,
 ``runtime.STAMP_RUNNING_STATUSES``), the eviction manager's kick asking first whether the node
-has anything to watch (``pressure.QUICK_KICK``). The node-side benchmark's day (usage,
+has anything to watch (``pressure.QUICK_KICK``), the OOM kill looked for only in pods with usage
+annotations (``fake.OOM_ONLY_WITH_USAGE``). The node-side benchmark's day (usage,
 pressure, evictions, node failures, a drain) and a realistic directory end with the same
 history, usage samples, passes, pods, nodes and Leases, and the same report."""
 
@@ -15,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from ksched.kubelet import predicate, pressure
+from ksched.kubelet import fake, predicate, pressure
 from ksched.kubelet import runtime as rt
 from ksched.sim.nodebench import node_side_day
 from ksched.sim.realistic import generate
 
 FLAGS = ((predicate, "ADMIT_BY_TEMPLATE"), (rt, "SHARE_CONDITION_LISTS"), (rt, "STAMP_RUNNING_STATUSES"),
-         (pressure, "QUICK_KICK"))
+         (pressure, "QUICK_KICK"), (fake, "OOM_ONLY_WITH_USAGE"))
 
 
 def _set(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
@@ -77,3 +78,34 @@ def test_a_realistic_directory_reports_the_same(tmp_path: Path, monkeypatch: pyt
     ref = run()
     _set(monkeypatch, True)
     assert run() == ref
+
+
+def _oom_day() -> Any:
+    from ksched.sim.simulation import Simulation
+
+    def pod(name: str, annotations: dict[str, str], policy: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+                "spec": {"nodeName": "n1", "restartPolicy": policy, "containers": [
+                    {"name": "c", "image": "img", "resources": {"requests": {"memory": "1Gi"},
+                                                                "limits": {"memory": "1Gi"}}}]}}
+
+    sim = Simulation(seed=1)
+    sim.load([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+               "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "20"}}}])
+    sim.load([pod("oom-always", {"ksched.io/usage-memory": "0: 500Mi, 1m: 2Gi"}, "Always"),
+              pod("oom-never", {"ksched.io/usage-memory": "0: 500Mi, 1m: 2Gi"}, "Never"),
+              pod("bad", {"ksched.io/usage-memory": "lots"}, "Always"),
+              pod("quiet", {"ksched.io/run-seconds": "90"}, "Never"),
+              pod("plain", {}, "Always")])
+    sim.run(max_seconds=200)
+    return sim
+
+
+def test_oom_kills_and_plain_pods_end_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set(monkeypatch, False)
+    ref = _state(_oom_day())
+    _set(monkeypatch, True)
+    fast = _state(_oom_day())
+    assert fast == ref
+    assert any('"OOMKilled"' in p for p in ref["Pod"]) and any('"InvalidUsage"' in e for e in ref["Event"])

@@ -67,6 +67,10 @@ __all__ = ["FakeKubelet"]
 
 log = logging.getLogger(__name__)
 
+# ``_schedule_exit`` asks ``first_oom`` only for a pod with usage annotations (``has_usage``,
+# kept on the pod); False: for every pod (the reference; the same None for the others).
+OOM_ONLY_WITH_USAGE = True
+
 START, EXIT, RESTART, STOP, OOM, EVICTED = "start", "exit", "restart", "stop", "oom", "evicted"
 OOM_EXIT_CODE = 137
 _NODE_INDEX = "kubelet-node"
@@ -118,7 +122,7 @@ class FakeKubelet:
         # without the list of its pods (``_admit``); False: the list for every handler (the reference).
         self.admit_without_pods = True
         self.informer = informers.informer("Pod")
-        self.informer.indexer.add_indexer(_NODE_INDEX, lambda p: [p.node_name] if p.node_name else [])
+        self.informer.indexer.add_indexer(_NODE_INDEX, _node_index)
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
         self.node_managers = NodeManagers()
         self._cm_annotations: dict[str, dict[str, str]] = {}  # pod uid -> what the managers gave it
@@ -410,7 +414,8 @@ class FakeKubelet:
             self._at(max(self.clock.now(), run.started + secs), EXIT, pod, run)
         if run.started is not None:
             try:
-                oom = first_oom(pod, 0.0)
+                # (a pod without usage annotations is never OOM-killed: first_oom's None)
+                oom = first_oom(pod, 0.0) if has_usage(pod) or not OOM_ONLY_WITH_USAGE else None
             except UsageError as e:
                 self.bad_usage(pod, e)
                 oom = None
@@ -583,6 +588,12 @@ class FakeKubelet:
         run.epoch += 1
         self.client.delete("Pod", pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
         return True
+
+
+def _node_index(pod: Any) -> tuple[str, ...]:
+    """The kubelet's index of the pods by node (a tuple: no list made for each pod version)."""
+    name = pod.node_name
+    return (name,) if name else ()
 
 
 def _usage_annotations(obj: Any) -> dict[str, str]:
