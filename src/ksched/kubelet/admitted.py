@@ -19,7 +19,8 @@ admitted (the reference's is the informer index's, which is arbitrary).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ksched.api.pod import Pod
 from ksched.api.resources import pod_requests
@@ -126,9 +127,45 @@ def _same_charge(old: Pod, new: Pod) -> bool:
             and old.annotations is new.annotations)
 
 
+# ``_charge`` reads a pod's requests from its template: the replicas of a template share their
+# parsed containers, init containers, overhead and pod-level requests (what ``pod_requests``
+# reads), so the sum is worked out once per template rather than once (and kept) per pod
+# version. False: ``pod_requests`` of each pod (the reference; the same values).
+TEMPLATE_REQUESTS = True
+_TEMPLATES_MAX = 4096  # templates kept: forgotten all at once when full
+# id(pod.containers) -> (the containers, init containers, overhead, pod-level requests, the sum).
+_templates: dict[int, tuple[Any, Any, Mapping[str, int], Mapping[str, int], dict[str, int]]] = {}
+
+
+def template_requests(pod: Pod) -> dict[str, int]:
+    """``pod_requests(pod)`` (the same values; do not change it), from a memo per template."""
+    if not TEMPLATE_REQUESTS:
+        return pod_requests(pod)
+    c = pod._cache
+    if c is not None:
+        r = c.get("requests")
+        if r is not None:
+            return r  # type: ignore[no-any-return]
+    containers = pod.containers
+    t = _templates.get(id(containers))
+    if t is None or t[0] is not containers or t[1] is not pod.init_containers \
+            or not _same(t[2], pod.overhead) or not _same(t[3], pod.pod_level_requests):
+        if len(_templates) >= _TEMPLATES_MAX:
+            _templates.clear()
+        # (the entry holds the parts: while it is kept, no other object has their ids)
+        t = _templates[id(containers)] = (containers, pod.init_containers, pod.overhead, pod.pod_level_requests,
+                                          pod_requests(pod, cache=False))
+    return t[4]
+
+
+def _same(a: Mapping[str, int], b: Mapping[str, int]) -> bool:
+    """The same map, or both empty (a pod without one has an empty map of its own)."""
+    return a is b or (not a and not b)
+
+
 def _charge(entry: _NodePods, pod: Pod, sign: int) -> None:
     req = entry.requested
-    for k, v in pod_requests(pod).items():
+    for k, v in template_requests(pod).items():
         n = req.get(k, 0) + sign * v
         if n:
             req[k] = n

@@ -205,6 +205,8 @@ def _all_profiles(pod: Pod) -> tuple[UsageProfile, ...]:
 
 
 def has_usage(pod: Pod) -> bool:
+    if not pod.annotations:
+        return False  # (nothing to keep on the pod: no scratch dict made for it)
     cache = pod.cached()
     got = cache.get("has-usage")
     if got is None:
