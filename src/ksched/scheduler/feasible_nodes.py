@@ -17,6 +17,15 @@ diagnosis of the nodes that failed.
    from the first plugin (in order) that rejects it, a plugin at a time over all undecided
    nodes.
 
+When every active plugin is cached or vectorized, no node holds nominated pods and the cycle
+is not explained, steps 1-3 are done on growing prefixes of the walk instead
+(:meth:`FeasibleNodeFinder._prefix_walk`, ``PREFIX_WALK``): the walk stops at the node where
+``num_to_find`` feasible nodes are reached, so only the nodes up to there need the vectorized
+verdicts (with 5,000 nodes and a window of 500, a pod whose first window does not all pass no
+longer pays for every node). The prefix's verdicts are those of the whole mask's prefix, so the
+feasible nodes and the number processed are the same; when the prefixes run out before enough
+nodes are found, the whole-mask steps run as before (and diagnose).
+
 Whatever the path, the feasible nodes, the number of nodes processed and every status are
 those of the per-node reference (``Framework.vectorize = False``), which the fast-path
 agreement tests check.
@@ -44,7 +53,11 @@ from ksched.scheduler.framework.runtime import Framework
 from ksched.scheduler.framework.status import Code, Diagnosis, Status
 from ksched.scheduler.framework.types import PodInfo
 
-__all__ = ["FeasibleNodeFinder", "FilterError"]
+__all__ = ["PREFIX_WALK", "FeasibleNodeFinder", "FilterError"]
+
+# The walk's verdicts on growing prefixes (``_prefix_walk``) rather than on every node at once;
+# False: the whole-mask steps for every cycle (the reference, tests/scheduler/test_prefix_walk.py).
+PREFIX_WALK = True
 
 
 class FilterError(Exception):
@@ -86,6 +99,11 @@ class FeasibleNodeFinder:
         if n == 0:
             return rows, 0
         plan = self._plan(state)
+        if (PREFIX_WALK and explain is None and not plan.node and 0 < num_to_find < n
+                and not self.fw.nominated_node_names()):
+            got = self._prefix_walk(plan, state, pod, rows, num_to_find)
+            if got is not None:
+                return got
         masks: dict[str, np.ndarray] = {}  # per plugin, by position in ``rows`` (for the diagnosis)
         mask = self._fast_mask(plan, state, pod, rows, masks)
         nominated = self._nominated_positions(pod, rows, mask, rotation)
@@ -165,6 +183,67 @@ class FeasibleNodeFinder:
             fw.window_backoff[0] = 0
         self._window_masks = {}
         return window, k
+
+    # ---------------------------------------------------------------- steps 1-3 on prefixes
+
+    def _prefix_walk(self, plan: _Plan, state: CycleState, pod: Pod, rows: np.ndarray,
+                     num_to_find: int) -> tuple[np.ndarray, int] | None:
+        """What steps 1-3 give when every active plugin is cached or vectorized and no node holds
+        nominated pods (the nominated pass then keeps the mask's first ``num_to_find`` nodes),
+        worked out on growing prefixes of ``rows`` until that many pass. None when the prefixes
+        run out first or a vectorized plugin declines the pod: the caller then runs the
+        whole-mask steps, which find this call's cached verdicts and ``find_in_window``'s
+        window verdicts where they were."""
+        n = len(rows)
+        combined: np.ndarray | None = None
+        if plan.cached:
+            combined = self._combined
+            if combined is None:
+                combined = self._combined = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod,
+                                                                                   self.snapshot)
+        known = self._window_masks
+        snapshot = self.snapshot
+        found: list[np.ndarray] = []  # positions of the feasible nodes found so far, by prefix part
+        have = 0
+        a = 0
+        b = min(n, num_to_find + (num_to_find >> 2) + 16)
+        while True:
+            seg = rows[a:b]
+            m = combined[seg] if combined is not None else np.ones(b - a, dtype=bool)
+            for p in plan.vector:
+                assert isinstance(p, VectorizedFilter)
+                head = known.get(p.name)
+                if head is not None and len(head) <= n and a < len(head):
+                    if b <= len(head):
+                        pm = head[a:b]
+                    else:
+                        rest = p.filter_nodes(state, pod, snapshot, rows[len(head):b])
+                        if rest is None:
+                            return None
+                        pm = np.concatenate((np.asarray(head[a:], dtype=bool), np.asarray(rest, dtype=bool)))
+                else:
+                    pm = p.filter_nodes(state, pod, snapshot, seg)
+                    if pm is None:
+                        return None
+                m &= pm
+            idx = np.flatnonzero(m)
+            if have + len(idx) >= num_to_find:
+                idx = idx[: num_to_find - have] + a
+                processed = int(idx[-1]) + 1
+                pos = np.concatenate((*found, idx)) if found else idx
+                self._combined = None
+                self._window_masks = {}
+                return rows[pos], processed
+            if len(idx):
+                found.append(idx + a)
+                have += len(idx)
+            if b >= n or not have:
+                # Every node looked at, or none of the first ones passes: the whole mask (and,
+                # should nothing pass, its diagnosis) is wanted.
+                return None
+            # The next part sized by the pass rate so far, with a margin.
+            need = num_to_find - have
+            a, b = b, min(n, b + (need * b) // have + (need >> 2) + 16)
 
     # ---------------------------------------------------------------- step 1: fast mask
 
