@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from typing import Any
 
 from ksched.api.errors import AlreadyExists, ApiError, NotFound
@@ -54,7 +55,8 @@ class NodeHeartbeats:
         self.lazy = lazy
         self.renewed: dict[str, float] = {}  # node -> last renewal
         self.down: set[str] = set()
-        self._pending: list[str] = []  # nodes to register at the next step
+        self._pending: deque[str] = deque()  # nodes to register at the next step, in order
+        self._pending_names: set[str] = set()  # the same names: saw_node's check without a scan
         self._written: dict[str, float] = {}  # node -> the renewTime its Lease has in the store
         self._held = False  # lazy: renewals not yet written
         self._noticed: dict[str, Any] = {}  # failed node -> a version of it that is not Ready
@@ -65,8 +67,9 @@ class NodeHeartbeats:
     # ---------------------------------------------------------------- registration
 
     def saw_node(self, name: str) -> None:
-        if name not in self.renewed and name not in self._pending:
+        if name not in self.renewed and name not in self._pending_names:
             self._pending.append(name)
+            self._pending_names.add(name)
 
     def forget(self, name: str) -> None:
         self.renewed.pop(name, None)
@@ -77,7 +80,8 @@ class NodeHeartbeats:
     def register_pending(self, get_node: Any) -> int:
         n = 0
         while self._pending:
-            name = self._pending.pop(0)
+            name = self._pending.popleft()
+            self._pending_names.discard(name)
             node = get_node(name)
             if node is None or name in self.down:
                 continue
