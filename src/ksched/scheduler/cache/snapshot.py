@@ -62,6 +62,8 @@ class Snapshot:
         # Bumped whenever the Node object of some row changes (a node added, removed or updated):
         # what depends on the nodes alone is current while this stays the same.
         self.nodes_generation = 0
+        # live_rows()'s array and what it was made for: (nodes_generation, infos, len(infos)).
+        self._live: tuple[int, list[NodeInfo | None], int, np.ndarray] | None = None
 
     # ---- lookups -------------------------------------------------------------------
 
@@ -85,6 +87,19 @@ class Snapshot:
 
     def node_list(self, rows: np.ndarray) -> NodeList:
         return NodeList(self.infos, rows)  # type: ignore[arg-type]
+
+    def live_rows(self) -> np.ndarray:
+        """The rows holding a NodeInfo, ascending (read-only). Kept until a row gains or loses
+        its NodeInfo, which moves ``nodes_generation`` (the cache refreshes the rows whose node
+        was added, removed or replaced) or lengthens ``infos``."""
+        infos = self.infos
+        live = self._live
+        if live is not None and live[0] == self.nodes_generation and live[1] is infos and live[2] == len(infos):
+            return live[3]
+        arr = np.asarray([r for r, ni in enumerate(infos) if ni is not None], dtype=np.int64)
+        arr.flags.writeable = False
+        self._live = (self.nodes_generation, infos, len(infos), arr)
+        return arr
 
     def changed_rows_since(self, generation: int) -> np.ndarray:
         """Rows whose NodeInfo changed (or was freed) after cache generation ``generation``;
