@@ -61,7 +61,13 @@ from ksched.scheduler.plugins.podtopologyspread.common import (
     _required_affinity,
 )
 
-__all__ = ["PRE_FILTER_STATE_KEY"]
+__all__ = ["MIN_BY_SLICE", "PRE_FILTER_STATE_KEY"]
+
+# The global minimum over eligible domains as the minimum of a slice when every domain but id 0
+# is eligible (hostname spread: one domain per node, every node eligible), not of a boolean-mask
+# gather (about 4 us less at 5,000 domains); False: the gather for every state (the reference,
+# tests/scheduler/plugins/podtopologyspread/test_podtopologyspread_min_match.py).
+MIN_BY_SLICE = True
 
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 
@@ -103,7 +109,11 @@ class _PreFilterState(StateData):
             elif nd == 0:
                 m = _MAX_INT32
             else:
-                m = int(min_1d(self.counts[i][present]))
+                counts = self.counts[i]
+                if MIN_BY_SLICE and nd == len(present) - 1 == len(counts) - 1 and not present[0]:
+                    m = int(min_1d(counts[1:]))
+                else:
+                    m = int(min_1d(counts[present]))
             self._mins[i] = m
         return m
 
