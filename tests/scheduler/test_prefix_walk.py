@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ksched.scheduler import feasible_nodes
+from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.feasible_nodes import FeasibleNodeFinder, _Plan
 from ksched.scheduler.framework.interface import FilterPlugin, VectorizedFilter
 from ksched.scheduler.framework.status import Status
@@ -82,8 +83,10 @@ def _walks(draw: Any) -> dict[str, Any]:
     rows = rng.permutation(n).astype(np.int64)
     num_to_find = draw(st.integers(1, n))
     # What find_in_window may have left: verdicts of some plugins on the walk's first rows.
-    heads = {i: draw(st.integers(0, n)) for i in range(len(vector)) if draw(st.booleans())}
     declines = len(vector) > 0 and draw(st.integers(0, 9)) == 0
+    # (find_in_window keeps no verdicts of a plugin that declined the pod: it stops there.)
+    heads = {i: draw(st.integers(0, n)) for i in range(len(vector))
+             if draw(st.booleans()) and not (declines and i == 0)}
     return {"n": n, "combined": combined, "vector": vector, "rows": rows, "num_to_find": num_to_find,
             "heads": heads, "declines": declines}
 
@@ -186,8 +189,10 @@ def _cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 
 def _outcomes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int, *, vectorize: bool = True,
-              explain: bool = False) -> dict[str, tuple[str | None, str]]:
-    sim = Simulation(seed=seed, vectorize=vectorize, kubelet=False, record_events=False, explain=explain)
+              explain: bool = False, percentage: int = 0) -> dict[str, tuple[str | None, str]]:
+    config = parse_configuration({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "percentageOfNodesToScore": percentage})
+    sim = Simulation(config, seed=seed, vectorize=vectorize, kubelet=False, record_events=False, explain=explain)
     assert not sim.load([*nodes, *pods[: len(pods) // 2]])
     sim.run()
     for p in pods[len(pods) // 2:]:
@@ -213,6 +218,8 @@ def test_prefix_walk_places_pods_as_the_whole_mask(seed: int, monkeypatch: pytes
         return got
 
     monkeypatch.setattr(FeasibleNodeFinder, "_prefix_walk", counting)
+    # These clusters have 110-260 nodes and 100 to find: the walk on prefixes wherever it can.
+    monkeypatch.setattr(feasible_nodes, "PREFIX_WALK_MIN_RATIO", 1)
     prefix = _outcomes(nodes, pods, seed)
     assert used[0] > 0  # the prefixes did decide cycles
     monkeypatch.setattr(feasible_nodes, "PREFIX_WALK", False)
@@ -222,3 +229,30 @@ def test_prefix_walk_places_pods_as_the_whole_mask(seed: int, monkeypatch: pytes
     assert prefix == whole
     assert prefix == _outcomes(nodes, pods, seed, vectorize=False)
     assert any(node is not None for node, _ in prefix.values())
+
+
+def test_prefix_walk_only_where_the_nodes_are_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the default ratio these clusters (fewer than 400 nodes, 100 to find) keep the whole
+    mask; with 400 nodes and 100 to find (percentageOfNodesToScore 10) the prefixes are used."""
+    used = [0]
+    original = FeasibleNodeFinder._prefix_walk
+
+    def counting(self: FeasibleNodeFinder, *args: Any) -> Any:
+        used[0] += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(FeasibleNodeFinder, "_prefix_walk", counting)
+    nodes, pods = _cluster(random.Random(7100))
+    _outcomes(nodes, pods, 0)
+    assert used[0] == 0
+    rng = random.Random(7200)
+    big = [make_node(f"n{i:03d}", cpu="8", memory="8Gi", pods=110,
+                     labels={"pool": rng.choice(("a", "b", "c", "d"))}).raw for i in range(400)]
+    spread = {"labels": {"app": "s"}, "requests": {"cpu": "100m"}, "topology_spread_constraints": [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "s"}}}]}
+    few = [make_pod(f"p{i:03d}", uid="", **spread).raw for i in range(30)]
+    placed = _outcomes(big, few, 0, percentage=10)
+    assert used[0] > 0
+    monkeypatch.setattr(feasible_nodes, "PREFIX_WALK", False)
+    assert _outcomes(big, few, 0, percentage=10) == placed

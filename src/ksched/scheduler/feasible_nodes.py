@@ -17,8 +17,9 @@ diagnosis of the nodes that failed.
    from the first plugin (in order) that rejects it, a plugin at a time over all undecided
    nodes.
 
-When every active plugin is cached or vectorized, no node holds nominated pods and the cycle
-is not explained, steps 1-3 are done on growing prefixes of the walk instead
+When every active plugin is cached or vectorized, no node holds nominated pods, the cycle is
+not explained and the nodes are many (``PREFIX_WALK_MIN_RATIO`` times the nodes to find), steps
+1-3 are done on growing prefixes of the walk instead
 (:meth:`FeasibleNodeFinder._prefix_walk`, ``PREFIX_WALK``): the walk stops at the node where
 ``num_to_find`` feasible nodes are reached, so only the nodes up to there need the vectorized
 verdicts (with 5,000 nodes and a window of 500, a pod whose first window does not all pass no
@@ -58,6 +59,10 @@ __all__ = ["PREFIX_WALK", "FeasibleNodeFinder", "FilterError"]
 # The walk's verdicts on growing prefixes (``_prefix_walk``) rather than on every node at once;
 # False: the whole-mask steps for every cycle (the reference, tests/scheduler/test_prefix_walk.py).
 PREFIX_WALK = True
+# Only where the nodes are at least this many times ``num_to_find`` (5,000 nodes and 500 to find,
+# not 1,000 and 420): with fewer, a pod whose nodes pass at the rate of the first window's
+# usually needs more than half of them anyway, and two parts cost more than one whole mask.
+PREFIX_WALK_MIN_RATIO = 4
 
 
 class FilterError(Exception):
@@ -99,8 +104,8 @@ class FeasibleNodeFinder:
         if n == 0:
             return rows, 0
         plan = self._plan(state)
-        if (PREFIX_WALK and explain is None and not plan.node and 0 < num_to_find < n
-                and not self.fw.nominated_node_names()):
+        if (PREFIX_WALK and explain is None and not plan.node and num_to_find > 0
+                and num_to_find * PREFIX_WALK_MIN_RATIO <= n and not self.fw.nominated_node_names()):
             got = self._prefix_walk(plan, state, pod, rows, num_to_find)
             if got is not None:
                 return got
