@@ -65,6 +65,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+
+# Whether a cycle that could leave a batch state signs its pod before Score and keeps the
+# scores per node only for a signable pod (False: kept for every such cycle, then dropped by
+# ``store_schedule_results`` when the pod has no signature; the reference).
+SIGN_BEFORE_KEEP = True
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
@@ -183,7 +188,11 @@ class Algorithm:
         ksched_reason = ""
         if bc is not None:
             ksched_reason = self._unbatchable(bc, fw, pod)
-            if not ksched_reason and fw.signatures_enabled:
+            # An unsignable pod (every pod of the default profile: PodTopologySpread's system
+            # default constraints) leaves no batch state, whatever its scores: signed first (the
+            # signature is needed below anyway), its scores are not kept node by node.
+            if not ksched_reason and fw.signatures_enabled and \
+                    (not SIGN_BEFORE_KEEP or bc.signature.value is not None):
                 keep = []
         totals, st = fw.run_score(state, pod, snapshot, nodes, record, keep)
         if st is not None:
