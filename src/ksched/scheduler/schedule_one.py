@@ -8,6 +8,10 @@ unreserve, forget the assumed pod, record the pod's condition and event, and req
 :class:`ScheduleOne` holds these as methods of :class:`ksched.scheduler.scheduler.Scheduler`
 (upstream defines them on ``*Scheduler`` in this file too); which nodes pass Filter is
 ``feasible_nodes.FeasibleNodeFinder``.
+
+Divergence (no placement changes): a cycle that could leave an opportunistic-batching state
+signs its pod before Score (upstream signs when it stores the results) and keeps its scores
+per node only for a signable pod (``SIGN_BEFORE_KEEP``; off: the reference).
 """
 
 from __future__ import annotations
