@@ -145,16 +145,104 @@ def _fit(a: np.ndarray, n: int) -> np.ndarray:
 # ---------------------------------------------------------------- matching-pod counts per row
 
 
+_MAX_INT32 = 2**31 - 1
+
+
+class _PreFilterView:
+    """What PreFilter's state needs of one ``_DomainSums``, kept across cycles: matching pods
+    per domain with id 0 zeroed (``counts``), the eligible domains (``present``: at least one
+    node, id 0 excluded), how many there are, and the minimum count over them with how many
+    domains hold it (recomputed only when the last of those rises or leaves). The arrays are
+    lent to PreFilter states read-only; the first change after a loan works on copies."""
+
+    __slots__ = ("counts", "lent", "min_cnt", "min_val", "n_present", "present")
+
+    def __init__(self, sums: np.ndarray, nodes: np.ndarray) -> None:
+        self.counts = sums.copy()
+        self.counts[0] = 0
+        self.present = nodes > 0
+        self.present[0] = False
+        self.n_present = int(np.count_nonzero(self.present))
+        self.lent = False
+        self.min_val = _MAX_INT32
+        self.min_cnt = 0
+        self._recompute_min()
+
+    def _recompute_min(self) -> None:
+        if self.n_present == 0:
+            self.min_val, self.min_cnt = _MAX_INT32, 0
+            return
+        vals = self.counts[self.present]
+        m = int(vals.min())
+        self.min_val, self.min_cnt = m, int(np.count_nonzero(vals == m))
+
+    def _own(self, size: int) -> None:
+        """Copies of lent arrays (and at least ``size`` domains) before a change."""
+        if len(self.counts) < size:
+            self.counts = _fit(self.counts, size)  # new arrays
+            self.present = _fit(self.present, size)
+        elif self.lent:
+            self.counts = self.counts.copy()
+            self.present = self.present.copy()
+        self.lent = False
+
+    def touch(self, domains: list[int], sums: np.ndarray, nodes: np.ndarray) -> None:
+        """Take the sums of ``domains`` (ids whose sums or nodes may have changed)."""
+        self._own(len(sums))
+        counts, present = self.counts, self.present
+        mv, mc, npres = self.min_val, self.min_cnt, self.n_present
+        for d in set(domains):
+            if d == 0:
+                continue
+            oc = int(counts[d])
+            op = bool(present[d])
+            nc = int(sums[d])
+            pr = bool(nodes[d] > 0)
+            if oc == nc and op == pr:
+                continue
+            counts[d] = nc
+            present[d] = pr
+            if op:
+                npres -= 1
+                if oc == mv:
+                    mc -= 1
+            if pr:
+                npres += 1
+                if nc < mv:
+                    mv, mc = nc, 1
+                elif nc == mv:
+                    mc += 1
+        self.n_present = npres
+        self.min_val, self.min_cnt = mv, mc
+        if mc <= 0:
+            self._recompute_min()
+
+    def lend(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.counts) < size:
+            self._own(size)
+        self.lent = True
+        return self.counts, self.present
+
+    def min_match(self, min_domains: int) -> int:
+        """``_PreFilterState.min_match`` of these counts."""
+        if self.n_present < min_domains:
+            return 0
+        return self.min_val
+
+
 class _DomainSums:
     """Matching pods and eligible nodes per domain id over all rows, for one (namespace,
     selector, eligible-domain array); the contributions of the rows changed since the last
-    refresh are replaced. Index 0 collects the rows that do not count."""
+    refresh are replaced. Index 0 collects the rows that do not count. ``view``: PreFilter's
+    counts kept up to date with them (``pre_filter_view``), once asked for."""
 
-    __slots__ = ("nodes", "row_cnt", "row_dom", "sums", "synced_at")
+    __slots__ = ("nodes", "row_cnt", "row_dom", "sums", "synced_at", "view")
 
     # Up to this many changed rows are updated one by one (a row or two: one cycle's binding),
     # more with four ufunc.at calls (about the cost of four rows one by one).
     SCALAR_ROWS = 4
+    # Past this many domains touched by one bulk refresh, the PreFilter view is built anew.
+    VIEW_TOUCH_MAX = 64
 
     def __init__(self) -> None:
         self.synced_at = -1
@@ -162,6 +250,14 @@ class _DomainSums:
         self.row_cnt = np.zeros(0, dtype=np.int64)
         self.sums = np.zeros(1, dtype=np.int64)
         self.nodes = np.zeros(1, dtype=np.int64)
+        self.view: _PreFilterView | None = None
+
+    def pre_filter_view(self) -> _PreFilterView:
+        """PreFilter's view of these sums (built on first use, then kept up to date)."""
+        v = self.view
+        if v is None:
+            v = self.view = _PreFilterView(self.sums, self.nodes)
+        return v
 
     def refresh(self, row_dom: np.ndarray, counts: np.ndarray, size: int, changed: np.ndarray | None) -> None:
         """``changed``: the rows whose domain or count may differ since the last refresh (None:
@@ -174,6 +270,7 @@ class _DomainSums:
             self.sums = np.bincount(dom, weights=cnt, minlength=size).astype(np.int64)
             self.nodes = np.bincount(dom, minlength=size).astype(np.int64)
             self.row_dom, self.row_cnt = dom, cnt
+            self.view = None
             return
         if 0 < changed.size <= self.SCALAR_ROWS:
             # Python lists and ints for a row or two: a NumPy reduction or scalar read costs a
@@ -183,6 +280,7 @@ class _DomainSums:
             ncs = counts[changed].tolist()
             self.grow(max(size, max(nds) + 1))
             sums, nodes, rd, rc = self.sums, self.nodes, self.row_dom, self.row_cnt
+            ods: list[int] = []
             for r, nd, nc in zip(rows, nds, ncs, strict=True):
                 od = int(rd[r])
                 sums[od] -= rc[r]
@@ -191,6 +289,9 @@ class _DomainSums:
                 nodes[nd] += 1
                 rd[r] = nd
                 rc[r] = nc
+                ods.append(od)
+            if self.view is not None:
+                self.view.touch(ods + nds, sums, nodes)
         elif changed.size:
             od = self.row_dom[changed]
             oc = self.row_cnt[changed]
@@ -203,6 +304,12 @@ class _DomainSums:
             np.add.at(self.nodes, nd, 1)
             self.row_dom[changed] = nd
             self.row_cnt[changed] = nc
+            if self.view is not None:
+                touched = np.union1d(od, nd)
+                if len(touched) > self.VIEW_TOUCH_MAX:
+                    self.view = None
+                else:
+                    self.view.touch(touched.tolist(), self.sums, self.nodes)
         self.grow(size)
 
     def grow(self, size: int) -> None:
