@@ -52,8 +52,10 @@ def _read(r: PluginRunner, pod: Any, state: Any) -> list[Any]:
     return out
 
 
-def _frozen(s: Any) -> list[tuple[list[int], list[bool]]]:
-    return [(c.tolist(), p.tolist()) for c, p in zip(s.counts, s.present, strict=True)]
+def _frozen(s: Any) -> list[Any]:
+    """Copies of what a state holds: per-domain counts, eligible domains and verdicts."""
+    return [(c.tolist(), p.tolist(), None if f is None else f.tolist())
+            for c, p, f in zip(s.counts, s.present, s._fits, strict=True)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -80,7 +82,7 @@ def _check(data: Any) -> None:
     assert r.fw.vectorize
     cluster = _Cluster(r, nodes, pods)
     asked = data.draw(st.lists(incoming(), min_size=1, max_size=3))
-    held: list[tuple[Any, list[tuple[list[int], list[bool]]]]] = []
+    held: list[tuple[Any, list[Any]]] = []
     for _ in range(data.draw(st.integers(1, 8))):
         for _ in range(data.draw(st.integers(0, 5))):
             cluster.step(data)

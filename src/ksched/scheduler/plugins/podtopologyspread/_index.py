@@ -151,11 +151,16 @@ _MAX_INT32 = 2**31 - 1
 class _PreFilterView:
     """What PreFilter's state needs of one ``_DomainSums``, kept across cycles: matching pods
     per domain with id 0 zeroed (``counts``), the eligible domains (``present``: at least one
-    node, id 0 excluded), how many there are, and the minimum count over them with how many
-    domains hold it (recomputed only when the last of those rises or leaves). The arrays are
-    lent to PreFilter states read-only; the first change after a loan works on copies."""
+    node, id 0 excluded), how many there are, the minimum count over them with how many domains
+    hold it (recomputed only when the last of those rises or leaves), and per-domain verdicts
+    ``counts <= limit`` (id 0 False) for the last few limits asked. The arrays are lent to
+    PreFilter states read-only; the first change after a loan works on a copy of the array it
+    changes."""
 
-    __slots__ = ("counts", "lent", "min_cnt", "min_val", "n_present", "present")
+    __slots__ = ("counts", "counts_lent", "fits", "fits_lent", "min_cnt", "min_val", "n_present", "present",
+                 "present_lent")
+
+    MAX_LIMITS = 4
 
     def __init__(self, sums: np.ndarray, nodes: np.ndarray) -> None:
         self.counts = sums.copy()
@@ -163,7 +168,9 @@ class _PreFilterView:
         self.present = nodes > 0
         self.present[0] = False
         self.n_present = int(np.count_nonzero(self.present))
-        self.lent = False
+        self.counts_lent = self.present_lent = False
+        self.fits: dict[int, np.ndarray] = {}
+        self.fits_lent: set[int] = set()
         self.min_val = _MAX_INT32
         self.min_cnt = 0
         self._recompute_min()
@@ -176,32 +183,43 @@ class _PreFilterView:
         m = int(vals.min())
         self.min_val, self.min_cnt = m, int(np.count_nonzero(vals == m))
 
-    def _own(self, size: int) -> None:
-        """Copies of lent arrays (and at least ``size`` domains) before a change."""
+    def _grow(self, size: int) -> None:
+        """At least ``size`` domains (new arrays: the lent ones are left as they were)."""
         if len(self.counts) < size:
-            self.counts = _fit(self.counts, size)  # new arrays
+            self.counts = _fit(self.counts, size)
             self.present = _fit(self.present, size)
-        elif self.lent:
-            self.counts = self.counts.copy()
-            self.present = self.present.copy()
-        self.lent = False
+            self.counts_lent = self.present_lent = False
+            self.fits.clear()
+            self.fits_lent.clear()
 
     def touch(self, domains: list[int], sums: np.ndarray, nodes: np.ndarray) -> None:
         """Take the sums of ``domains`` (ids whose sums or nodes may have changed)."""
-        self._own(len(sums))
-        counts, present = self.counts, self.present
+        self._grow(len(sums))
+        counts, present, fits = self.counts, self.present, self.fits
         mv, mc, npres = self.min_val, self.min_cnt, self.n_present
         for d in set(domains):
             if d == 0:
                 continue
-            oc = int(counts[d])
-            op = bool(present[d])
-            nc = int(sums[d])
-            pr = bool(nodes[d] > 0)
-            if oc == nc and op == pr:
-                continue
-            counts[d] = nc
-            present[d] = pr
+            oc = counts.item(d)
+            op = present.item(d)
+            nc = sums.item(d)
+            pr = nodes.item(d) > 0
+            if oc != nc:
+                if self.counts_lent:
+                    counts = self.counts = counts.copy()
+                    self.counts_lent = False
+                counts[d] = nc
+                for limit, f in list(fits.items()):
+                    if f.item(d) != (nc <= limit):
+                        if limit in self.fits_lent:
+                            f = fits[limit] = f.copy()
+                            self.fits_lent.discard(limit)
+                        f[d] = nc <= limit
+            if op != pr:
+                if self.present_lent:
+                    present = self.present = present.copy()
+                    self.present_lent = False
+                present[d] = pr
             if op:
                 npres -= 1
                 if oc == mv:
@@ -218,10 +236,22 @@ class _PreFilterView:
             self._recompute_min()
 
     def lend(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        if len(self.counts) < size:
-            self._own(size)
-        self.lent = True
+        """The per-domain counts and eligible domains (at least ``size``), read-only."""
+        self._grow(size)
+        self.counts_lent = self.present_lent = True
         return self.counts, self.present
+
+    def lend_fits(self, limit: int) -> np.ndarray:
+        """``counts <= limit`` per domain, id 0 False (``_PreFilterState.fits``), read-only."""
+        f = self.fits.get(limit)
+        if f is None:
+            if len(self.fits) >= self.MAX_LIMITS:
+                self.fits.clear()
+                self.fits_lent.clear()
+            f = self.fits[limit] = self.counts <= limit
+            f[0] = False
+        self.fits_lent.add(limit)
+        return f
 
     def min_match(self, min_domains: int) -> int:
         """``_PreFilterState.min_match`` of these counts."""

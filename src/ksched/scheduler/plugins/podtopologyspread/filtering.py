@@ -188,8 +188,10 @@ class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin, VectorizedF
         counts: list[np.ndarray] = []
         present: list[np.ndarray] = []
         mins: list[int | None] = []
+        fits: list[np.ndarray | None] = []
+        self_match = [1 if c.selector.matches(pod) else 0 for c in constraints]
         kept = everywhere and KEPT_COUNTS and self._rows.incremental()
-        for c in constraints:
+        for c, sm in zip(constraints, self_match, strict=True):
             rkey, row_dom = _eligible_domains(snapshot, pod, c, required, False)
             size = len(_domain_index(c.topology_key))
             if kept:
@@ -199,7 +201,9 @@ class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin, VectorizedF
                 cnt, pres = view.lend(size)
                 counts.append(cnt)
                 present.append(pres)
-                mins.append(view.min_match(c.min_domains))
+                m = view.min_match(c.min_domains)
+                mins.append(m)
+                fits.append(view.lend_fits(c.max_skew + m - sm))
                 continue
             if everywhere:
                 # All nodes: the per-domain sums kept up to date across cycles.
@@ -215,10 +219,10 @@ class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin, VectorizedF
             pres[0] = False
             counts.append(cnt)
             present.append(pres)
-        self_match = [1 if c.selector.matches(pod) else 0 for c in constraints]
         st = _PreFilterState(constraints, counts, present, self_match)
         if kept:
             st._mins = mins
+            st._fits = fits
             st._shared = True
         return st
 
