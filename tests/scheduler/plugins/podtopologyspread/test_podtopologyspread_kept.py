@@ -149,3 +149,28 @@ def test_kept_minimum_rises_and_falls() -> None:
     ref, _ = _pre_filter(r, pod, False)
     assert _read(r, pod, state) == _read(r, pod, ref)
     assert state.get(PRE_FILTER_STATE_KEY).min_match(0) == 0
+
+
+def test_kept_view_follows_a_node_moving_domains() -> None:
+    # A relabelled node's row moves from one domain to another: both domains' counts and
+    # eligibility change in the view (the old domain loses its only node and its pods).
+    nodes = [make_node("n0", labels={"zone": "z0"}), make_node("n1", labels={"zone": "z1"}),
+             make_node("n2", labels={"zone": "z1"})]
+    pods = [make_pod(f"e{j}", labels={"app": "a"}, node_name=f"n{j % 2}") for j in range(4)]
+    r = PluginRunner(["PodTopologySpread"], nodes, pods)
+    pod = make_pod("in", labels={"app": "a"}, topology_spread_constraints=[
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "a"}}}])
+    for zone in ("z2", "z1", "z0"):
+        state, _ = _pre_filter(r, pod, True)
+        ref, _ = _pre_filter(r, pod, False)
+        assert _read(r, pod, state) == _read(r, pod, ref)
+        old = nodes[0]
+        new = make_node("n0", labels={"zone": zone})
+        r.cache.update_node(old, new)
+        nodes[0] = new
+        r.refresh()
+    state, _ = _pre_filter(r, pod, True)
+    ref, _ = _pre_filter(r, pod, False)
+    assert _read(r, pod, state) == _read(r, pod, ref)
+    assert state.get(PRE_FILTER_STATE_KEY).domain_counts(0) == {"z0": 2, "z1": 2}

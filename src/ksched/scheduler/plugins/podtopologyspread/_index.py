@@ -194,10 +194,11 @@ class _PreFilterView:
 
     def touch(self, domains: list[int], sums: np.ndarray, nodes: np.ndarray) -> None:
         """Take the sums of ``domains`` (ids whose sums or nodes may have changed)."""
-        self._grow(len(sums))
+        if len(self.counts) < len(sums):
+            self._grow(len(sums))
         counts, present, fits = self.counts, self.present, self.fits
         mv, mc, npres = self.min_val, self.min_cnt, self.n_present
-        for d in set(domains):
+        for d in domains if len(domains) == 1 else set(domains):
             if d == 0:
                 continue
             oc = counts.item(d)
@@ -209,7 +210,7 @@ class _PreFilterView:
                     counts = self.counts = counts.copy()
                     self.counts_lent = False
                 counts[d] = nc
-                for limit, f in list(fits.items()):
+                for limit, f in tuple(fits.items()) if fits else ():
                     if f.item(d) != (nc <= limit):
                         if limit in self.fits_lent:
                             f = fits[limit] = f.copy()
@@ -234,6 +235,14 @@ class _PreFilterView:
         self.min_val, self.min_cnt = mv, mc
         if mc <= 0:
             self._recompute_min()
+
+    def lend_state(self, size: int, min_domains: int, max_skew: int,
+                   self_match: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+        """For one constraint of a PreFilter state: ``lend(size)``, the global minimum and the
+        per-domain verdicts for its limit (``maxSkew + minimum - selfMatch``)."""
+        counts, present = self.lend(size)
+        m = self.min_match(min_domains)
+        return counts, present, m, self.lend_fits(max_skew + m - self_match)
 
     def lend(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The per-domain counts and eligible domains (at least ``size``), read-only."""
@@ -319,9 +328,10 @@ class _DomainSums:
                 nodes[nd] += 1
                 rd[r] = nd
                 rc[r] = nc
-                ods.append(od)
+                if od != nd:
+                    ods.append(od)
             if self.view is not None:
-                self.view.touch(ods + nds, sums, nodes)
+                self.view.touch(ods + nds if ods else nds, sums, nodes)
         elif changed.size:
             od = self.row_dom[changed]
             oc = self.row_cnt[changed]

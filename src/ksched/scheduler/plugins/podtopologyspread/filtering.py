@@ -198,12 +198,11 @@ class _Filtering(PreFilterPlugin, PreFilterExtensions, FilterPlugin, VectorizedF
                 # The kept view: shared read-only arrays (the state copies before an update).
                 view = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom,
                                               size).pre_filter_view()
-                cnt, pres = view.lend(size)
+                cnt, pres, m, f = view.lend_state(size, c.min_domains, c.max_skew, sm)
                 counts.append(cnt)
                 present.append(pres)
-                m = view.min_match(c.min_domains)
                 mins.append(m)
-                fits.append(view.lend_fits(c.max_skew + m - sm))
+                fits.append(f)
                 continue
             if everywhere:
                 # All nodes: the per-domain sums kept up to date across cycles.
