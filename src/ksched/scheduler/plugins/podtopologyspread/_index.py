@@ -17,6 +17,11 @@ date from the rows that changed.
   per-domain counts into a per-domain verdict and gathers it by row; Score gathers per-domain
   counts by row. With the framework's ``vectorize`` off, every node's pods are counted again
   instead (the reference the fast path is tested against).
+- PreFilter over all nodes reads a view of those sums kept with them (``_PreFilterView``): the
+  per-domain counts and eligible domains, the global minimum and the per-domain verdicts,
+  moved by the domains a refresh touched and lent to the states read-only, so a hard hostname
+  spread does not copy and reduce arrays of every node for each pod (``filtering.KEPT_COUNTS``
+  off: the per-cycle arrays).
 
 Divergences from upstream, knowingly:
 
