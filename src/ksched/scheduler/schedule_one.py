@@ -69,12 +69,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 # Whether a cycle that could leave a batch state signs its pod before Score and keeps the
 # scores per node only for a signable pod (False: kept for every such cycle, then dropped by
 # ``store_schedule_results`` when the pod has no signature; the reference).
 SIGN_BEFORE_KEEP = True
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
