@@ -145,6 +145,18 @@ def mkds(name: str, labels: dict[str, str] | None = None, image: str = "img", ns
             "spec": {"selector": {"matchLabels": dict(labels)}, "template": mktemplate(labels, image), **spec}}
 
 
+def placements(store: Store) -> dict[str, tuple[str | None, str]]:
+    """Per pod of ``store``: its node (None while pending) and the message of its PodScheduled
+    condition (for a pod that fits nowhere, the FitError message with its per-reason counts):
+    what two scheduling paths that must agree are compared by."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for p in store.items("Pod"):
+        assert isinstance(p, Pod)
+        cond = p.condition("PodScheduled") or {}
+        out[p.name] = (p.node_name or None, str(cond.get("message") or ""))
+    return out
+
+
 def pods_of(store: Store, owner: str, kind: str | None = None, live: bool = False) -> list[Pod]:
     """The pods whose controller is named ``owner`` (of ``kind``), by name; ``live``: not being deleted."""
     return sorted((p for p in store.items("Pod") if isinstance(p, Pod) and (r := p.controller_ref()) is not None

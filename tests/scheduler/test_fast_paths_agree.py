@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from api_objects import placements
 from ksched.sim.simulation import Simulation
 from ksched.testing import make_node, make_pod
 
@@ -79,11 +80,7 @@ def _outcomes(vectorize: bool, nodes: list[dict[str, Any]], pods: list[dict[str,
     for p in pods[len(pods) // 2:]:
         sim.store.create(p)
     sim.run()
-    out = {}
-    for p in sim.store.items("Pod"):
-        cond = p.condition("PodScheduled") or {}  # type: ignore[attr-defined]
-        out[p.name] = (p.node_name or None, str(cond.get("message") or ""))  # type: ignore[attr-defined]
-    return out
+    return placements(sim.store)
 
 
 @pytest.mark.parametrize("seed", range(12))

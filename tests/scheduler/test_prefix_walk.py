@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api_objects import placements
 from ksched.scheduler import feasible_nodes
 from ksched.scheduler.config import parse_configuration
 from ksched.scheduler.feasible_nodes import FeasibleNodeFinder, _Plan
@@ -198,11 +199,7 @@ def _outcomes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: int
     for p in pods[len(pods) // 2:]:
         sim.store.create(p)
     sim.run()
-    out = {}
-    for p in sim.store.items("Pod"):
-        cond = p.condition("PodScheduled") or {}  # type: ignore[attr-defined]
-        out[p.name] = (p.node_name or None, str(cond.get("message") or ""))  # type: ignore[attr-defined]
-    return out
+    return placements(sim.store)
 
 
 @pytest.mark.parametrize("seed", range(8))
