@@ -288,8 +288,7 @@ def admit_pod(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = fr
     return keeps_validity
 
 
-def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str] = frozenset(),
-                       resource: str = "") -> None:
+def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str] = frozenset()) -> None:
     """The validating plugins (but quota) on a new, valid object; raises Forbidden."""
     if isinstance(obj, Pod):
         if "LimitRanger" not in disabled:
@@ -306,7 +305,7 @@ def validate_admission(obj: KubeObject, lookup: Lookup, disabled: frozenset[str]
         ranges = _limit_ranges(lookup, obj.namespace)
         why = limitranger.validate_claim(obj.raw, ranges) if ranges else None
         if why:
-            raise forbidden(resource or "persistentvolumeclaims", _display_name(obj.raw), why)
+            raise forbidden("persistentvolumeclaims", _display_name(obj.raw), why)
 
 
 def admit_priority_class(raw: dict[str, Any], lookup: Lookup, disabled: frozenset[str] = frozenset()) -> None:

@@ -783,8 +783,7 @@ class Store:
                 raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         charges: list[tuple[ResourceQuota, Any]] = []
         if not existing:
-            validate_admission(obj, self._lookup, self.disabled_admission,
-                               resource_name(cls) if cls.KIND_KEY == "PersistentVolumeClaim" else "")
+            validate_admission(obj, self._lookup, self.disabled_admission)
         if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
             quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
             if quotas:

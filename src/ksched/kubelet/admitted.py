@@ -26,7 +26,7 @@ from ksched.api.pod import Pod
 from ksched.api.resources import pod_requests
 from ksched.kubelet.usage import has_usage
 
-__all__ = ["AdmittedPods"]
+__all__ = ["AdmittedPods", "same_map", "template_requests"]
 
 
 class _NodePods:
@@ -149,7 +149,7 @@ def template_requests(pod: Pod) -> dict[str, int]:
     containers = pod.containers
     t = _templates.get(id(containers))
     if t is None or t[0] is not containers or t[1] is not pod.init_containers \
-            or not _same(t[2], pod.overhead) or not _same(t[3], pod.pod_level_requests):
+            or not same_map(t[2], pod.overhead) or not same_map(t[3], pod.pod_level_requests):
         if len(_templates) >= _TEMPLATES_MAX:
             _templates.clear()
         # (the entry holds the parts: while it is kept, no other object has their ids)
@@ -158,7 +158,7 @@ def template_requests(pod: Pod) -> dict[str, int]:
     return t[4]
 
 
-def _same(a: Mapping[str, int], b: Mapping[str, int]) -> bool:
+def same_map(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """The same map, or both empty (a pod without one has an empty map of its own)."""
     return a is b or (not a and not b)
 

@@ -40,6 +40,7 @@ from ksched.api.pod import Pod
 from ksched.api.resource import is_dra_extended_resource_name
 from ksched.api.resources import pod_requests
 from ksched.api.taints import NO_EXECUTE, find_untolerated_taint
+from ksched.kubelet.admitted import same_map
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
 __all__ = [
@@ -204,14 +205,9 @@ class _Template:
 
     def matches(self, pod: Pod, os_label: str | None, os_name: Any) -> bool:
         return (self.containers is pod.containers and self.init_containers is pod.init_containers
-                and _same(self.overhead, pod.overhead) and _same(self.pod_level_requests, pod.pod_level_requests)
-                and self.affinity is pod.affinity and _same(self.node_selector, pod.node_selector)
+                and same_map(self.overhead, pod.overhead) and same_map(self.pod_level_requests, pod.pod_level_requests)
+                and self.affinity is pod.affinity and same_map(self.node_selector, pod.node_selector)
                 and self.os_label == os_label and self.os_name == os_name)
-
-
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """The same map, or both empty (a pod without one has an empty map of its own)."""
-    return a is b or (not a and not b)
 
 
 # The predicate handler answers a pod of a template it has seen, on a node without NoExecute
