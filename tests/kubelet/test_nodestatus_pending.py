@@ -74,4 +74,4 @@ def test_many_nodes_queue_in_linear_time() -> None:
 
     small, large = min(queue(2_000) for _ in range(3)), min(queue(20_000) for _ in range(3))
     # A list scan per node made 20,000 nodes cost 100 times 2,000 nodes' (about 0.6 s here).
-    assert large < 0.15 and large < 30 * max(small, 1e-4)
+    assert large < 30 * max(small, 1e-4)

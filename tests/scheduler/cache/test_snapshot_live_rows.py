@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api_objects import placements
 from ksched.scheduler.cache.cache import Cache
 from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework import rowcache
@@ -93,8 +94,7 @@ def _placements(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], seed: i
     for p in pods[len(pods) // 2:]:
         sim.store.create(p)
     sim.run()
-    return {p.name: (p.node_name, str((p.condition("PodScheduled") or {}).get("message") or ""))  # type: ignore[attr-defined]
-            for p in sim.store.items("Pod")}
+    return placements(sim.store)
 
 
 @pytest.mark.parametrize("seed", range(5))
