@@ -299,10 +299,9 @@ def _assigned_update_action(old: Pod, new: Pod, shortcut: bool = True) -> Action
     """What an assigned pod's update changed (upstream's ``PodSchedulingPropertiesChange`` as
     far as assigned pods go). ``shortcut=False``: the requests are always compared (the
     reference for a status write sharing the parsed spec)."""
-    from ksched.api.resources import pod_requests
-
     if shortcut and old.labels is new.labels and _same_requests_source(old, new):
         return ActionType.UPDATE_POD_OTHER  # (a status write: nothing below can change)
+    from ksched.api.resources import pod_requests
     action = ActionType.NONE
     if old.labels is not new.labels and old.labels != new.labels:
         action |= ActionType.UPDATE_POD_LABEL
