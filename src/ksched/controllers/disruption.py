@@ -105,7 +105,7 @@ class DisruptionController(Controller):
 
     def _on_pod_update(self, old: Any, new: Any) -> None:
         """``_on_pod(new)`` (called by the informer without a wrapper of its own)."""
-        if not len(self.pdbs.indexer):
+        if not self.pdbs.indexer.items:  # (``len(indexer)`` without the call)
             return
         self._on_pod(new)
 

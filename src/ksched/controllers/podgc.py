@@ -104,12 +104,21 @@ class PodGCController(Controller):
             self._schedule()
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        """``_on_pod(new)``, written out (the informer calls it for every Pod status write)."""
+        """``_on_pod(new)``, written out (the informer calls it for every Pod status write); of
+        ``_may_collect(new)``, a pod not being deleted on a node the informer has (most updates)
+        answers False without the call."""
         if new.phase in ("Succeeded", "Failed"):  # _terminated(new)
             self._terminated.add(new.key)
         else:
             self._terminated.discard(new.key)
-        if (0 < self.threshold < len(self._terminated)) or self._may_collect(new):
+        if 0 < self.threshold < len(self._terminated):
+            self._schedule()
+            return
+        node_name = new.node_name
+        if node_name and new.deletion_timestamp is None and \
+                self.nodes.indexer.items.get(node_name) is not None:
+            return
+        if self._may_collect(new):
             self._schedule()
 
     def _on_pod_delete(self, obj: Any) -> None:

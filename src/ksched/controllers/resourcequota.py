@@ -64,8 +64,9 @@ class ResourceQuotaController(Controller):
         return inf
 
     def _on_update(self, old: Any, new: Any) -> None:
-        # A pod that finishes gives its compute resources back.
-        if isinstance(new, Pod) and isinstance(old, Pod) and not old.is_terminal and new.is_terminal:
+        # A pod that finishes gives its compute resources back. (The new pod first: most updates
+        # leave it running, and the old version is then not read at all.)
+        if isinstance(new, Pod) and new.is_terminal and isinstance(old, Pod) and not old.is_terminal:
             self._replenish(new)
 
     def _replenish(self, obj: Any) -> None:

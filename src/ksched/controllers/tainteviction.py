@@ -98,7 +98,7 @@ class TaintEvictionController(Controller):
         self._scheduled.pop(p.key, None)
 
     def _tainted(self, node_name: str) -> bool:
-        n = self.nodes.get(node_name)
+        n = self.nodes.indexer.items.get(node_name)  # (self.nodes.get without its two calls)
         # (No taints at all, the common case: no list of the NoExecute ones made.)
         return isinstance(n, Node) and bool(n.taints) and bool(self._no_execute(n))
 
