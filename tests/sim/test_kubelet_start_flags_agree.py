@@ -5,7 +5,8 @@ made once per instant and template (``runtime.SHARE_CONDITION_LISTS``,
 ``runtime.STAMP_RUNNING_STATUSES``), the eviction manager's kick asking first whether the node
 has anything to watch (``pressure.QUICK_KICK``), the OOM kill looked for only in pods with usage
 annotations (``fake.OOM_ONLY_WITH_USAGE``), the admitted pods' request sums read per template
-(``admitted.TEMPLATE_REQUESTS``). The node-side benchmark's day (usage,
+(``admitted.TEMPLATE_REQUESTS``), and node11's timer queue with one FIFO per due time
+(``timers.BUCKETED_TIMERS``). The node-side benchmark's day (usage,
 pressure, evictions, node failures, a drain) and a realistic directory end with the same
 history, usage samples, passes, pods, nodes and Leases, and the same report."""
 
@@ -17,13 +18,14 @@ from typing import Any
 
 import pytest
 
-from ksched.kubelet import admitted, fake, predicate, pressure
+from ksched.kubelet import admitted, fake, predicate, pressure, timers
 from ksched.kubelet import runtime as rt
 from ksched.sim.nodebench import node_side_day
 from ksched.sim.realistic import generate
 
 FLAGS = ((predicate, "ADMIT_BY_TEMPLATE"), (rt, "SHARE_CONDITION_LISTS"), (rt, "STAMP_RUNNING_STATUSES"),
-         (pressure, "QUICK_KICK"), (fake, "OOM_ONLY_WITH_USAGE"), (admitted, "TEMPLATE_REQUESTS"))
+         (pressure, "QUICK_KICK"), (fake, "OOM_ONLY_WITH_USAGE"), (admitted, "TEMPLATE_REQUESTS"),
+         (timers, "BUCKETED_TIMERS"))
 
 
 def _set(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:

@@ -34,7 +34,6 @@ restart together; see ``ksched.kubelet.runtime`` for the containers.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from ksched.kubelet.lifecycle import (
 )
 from ksched.kubelet.nodestatus import NodeHeartbeats
 from ksched.kubelet.pressure import NodePressure
+from ksched.kubelet.timers import new_timers
 from ksched.kubelet.usage import USAGE_ANNOTATION, UsageError, first_oom, has_usage
 
 __all__ = ["FakeKubelet"]
@@ -112,7 +112,8 @@ class FakeKubelet:
         self._deferred: dict[str, list[tuple[str, str, str]]] = {}  # down node -> (action, key, uid)
         self._bad_usage: set[str] = set()
         self.backoff = rt.CrashLoopBackOff()
-        self._timers: list[tuple[float, int, str, str, str, int]] = []  # (due, seq, action, key, uid, epoch)
+        # (due, seq, action, key, uid, epoch), taken in (due, seq) order (``ksched.kubelet.timers``).
+        self._timers = new_timers()
         self._seq = itertools.count()
         self._runs: dict[str, _Run] = {}
         # The pods each node runs, kept as they change (``ksched.kubelet.admitted``); None: looked
@@ -132,10 +133,10 @@ class FakeKubelet:
     # ---------------------------------------------------------------- timers
 
     def _at(self, due: float, action: str, pod: Pod, run: _Run) -> None:
-        heapq.heappush(self._timers, (due, next(self._seq), action, pod.key, pod.uid, run.epoch))
+        self._timers.push((due, next(self._seq), action, pod.key, pod.uid, run.epoch))
 
     def next_wakeup(self) -> float | None:
-        times = [t for t in (self._timers[0][0] if self._timers else None, self.pressure.next_wakeup(),
+        times = [t for t in (self._timers.next_due() if self._timers else None, self.pressure.next_wakeup(),
                              self.heartbeats.next_wakeup(self.node)) if t is not None]
         return min(times) if times else None
 
@@ -228,7 +229,7 @@ class FakeKubelet:
             pod = self.informer.get(key)
             run = self._runs.get(uid)
             if isinstance(pod, Pod) and run is not None and pod.uid == uid:
-                heapq.heappush(self._timers, (now, next(self._seq), action, key, uid, run.epoch))
+                self._timers.push((now, next(self._seq), action, key, uid, run.epoch))
         for p in sorted(self.admitted_pods(name), key=_key):
             if p.phase == "Running" and p.deletion_timestamp is None and (p.condition("Ready") or {}).get(
                     "status") != "True":
@@ -446,8 +447,9 @@ class FakeKubelet:
                 n += 1
             except ApiError as e:
                 log.debug("kubelet: status of node %s: %s", name, e)
-        while self._timers and self._timers[0][0] <= now:
-            _, _, action, key, uid, epoch = heapq.heappop(self._timers)
+        timers = self._timers
+        while timers and timers.next_due() <= now:
+            _, _, action, key, uid, epoch = timers.pop()
             pod = self.informer.get(key)
             run = self._runs.get(uid)
             if not isinstance(pod, Pod) or pod.uid != uid or run is None or run.epoch != epoch:
