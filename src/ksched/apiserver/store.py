@@ -278,6 +278,18 @@ class Store:
         # every pod admitted (the reference).
         self.share_admitted_specs = True
         self._admission_writes = 0  # writes of ADMISSION_KINDS' objects
+        # A new pod's kind without the scheme's lookup (``kind: Pod`` is always the built-in
+        # Pod: ``Scheme.resolve`` looks the built-in kinds up first), and a loaded pod stored
+        # with the admitted spec of the earlier pod it shares its parse with (same namespace,
+        # no admission kind written since) is not asked ``validate_admission`` again: it reads
+        # only the spec, the namespace and those kinds, and that pod passed it (node11);
+        # False: both for every pod (the reference).
+        self.template_create = True
+        # A Node validated as given (``validated=True``: the loader's) is not validated again:
+        # its create changes nothing validation reads but dropping its namespace and the
+        # server-set fields (resourceVersion, uid, deletion), which adds no error (node11);
+        # False: validated again (the reference).
+        self.nodes_as_given = True
         # Key -> [the writes count then, the admitted spec, the first pod stored with it].
         self._admitted_specs: BoundedCache[tuple[Any, ...], list[Any]] = BoundedCache(4096)
         self._event_time: tuple[str, float | None] = ("", None)
@@ -684,7 +696,8 @@ class Store:
 
     def _create_unlocked(self, raw: dict[str, Any], existing: bool = False, validated: bool = False,
                          loaded: Pod | None = None) -> KubeObject:
-        cls = self._kind_of(raw)
+        kind_name = raw.get("kind")
+        cls = Pod if type(kind_name) is str and kind_name == "Pod" and self.template_create else self._kind_of(raw)
         raw.setdefault("apiVersion", cls.API_VERSION)
         md = raw.get("metadata")
         if md is None:
@@ -733,7 +746,7 @@ class Store:
             errors = prepare(raw, lambda: kept.get("uid") or self._new_uid()) + errors
             if status is not None:
                 raw["status"] = status
-        if not (validated and (cls is Pod or kind in _CREATED_AS_GIVEN)):
+        if not (validated and (cls is Pod or kind in _CREATED_AS_GIVEN or (cls is Node and self.nodes_as_given))):
             errors = self.scheme.validate(raw, cls) + errors
         if errors:
             raise Invalid.of(cls.KIND, str(name), errors, _group(cls))
@@ -769,6 +782,7 @@ class Store:
         # RuntimeClass changed it, nor a generated name): its parsed containers are still right.
         share = loaded is not None and validated and cls is Pod and loaded.raw is raw and not existing
         first = entry[2] if entry is not None and share else None
+        admitted_as_first = False  # validate_admission passed for ``first``, as for this pod
         if first is not None and first.raw["spec"] is raw["spec"] and first.namespace == md["namespace"] \
                 and first.labels == (md.get("labels") or {}):
             # The very spec a pod of the same namespace and labels was stored with: its parse
@@ -777,12 +791,13 @@ class Store:
             q = first.raw["status"]["qosClass"]
             obj.cached()["qos"] = q  # type: ignore[attr-defined]  # (as qos_class leaves it)
             raw["status"]["qosClass"] = q
+            admitted_as_first = self.template_create
         else:
             obj = _parse(cls, raw, admitted_from=loaded if share else None)
             if cls is Pod:
                 raw["status"]["qosClass"] = qos_class(obj)  # type: ignore[arg-type]
         charges: list[tuple[ResourceQuota, Any]] = []
-        if not existing:
+        if not existing and not admitted_as_first:
             validate_admission(obj, self._lookup, self.disabled_admission)
         if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
             quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
