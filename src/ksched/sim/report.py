@@ -15,6 +15,8 @@ from ksched.api.pod import Pod
 from ksched.api.quantity import format_bytes, format_milli, format_value
 from ksched.api.resource import ResourceClaim
 from ksched.api.resources import is_hugepages, pod_requests
+from ksched.kubelet import admitted
+from ksched.kubelet.admitted import template_requests
 from ksched.sim.simulation import Simulation, SimulationResult
 
 __all__ = ["build_report", "format_resources", "render_table", "write_json", "write_markdown_report"]
@@ -34,15 +36,24 @@ def format_resources(d: dict[str, int]) -> dict[str, str]:
     return {k: format_resource(k, v) for k, v in sorted(d.items())}
 
 
+# A pod's requests read from the kubelet's memo per template (``admitted.template_requests``:
+# the replicas of a template share the parsed parts ``pod_requests`` reads, so the sum is worked
+# out once per template; nothing is kept on the pods); False: ``pod_requests`` of each pod (the
+# reference; the same values).
+REQUESTS_BY_TEMPLATE = True
+
+
 def _requested_by_node(sim: Simulation) -> dict[str, dict[str, int]]:
     """Node name -> the summed requests of the non-terminal pods bound to it, and under "pods"
     how many they are."""
     out: dict[str, dict[str, int]] = {}
     counts: dict[str, int] = {}
+    by_template = REQUESTS_BY_TEMPLATE and admitted.TEMPLATE_REQUESTS  # (the memo, not each pod's cache)
     for p in sim.store.items("Pod"):
         if isinstance(p, Pod) and p.node_name and not p.is_terminal:
             r = out.setdefault(p.node_name, {})
-            for k, v in pod_requests(p, cache=False).items():  # (read once: not kept on the pods)
+            # (read once: not kept on the pods)
+            for k, v in (template_requests(p) if by_template else pod_requests(p, cache=False)).items():
                 r[k] = r.get(k, 0) + v
             counts[p.node_name] = counts.get(p.node_name, 0) + 1
     for name, r in out.items():
