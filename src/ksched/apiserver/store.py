@@ -800,7 +800,8 @@ class Store:
         if not existing and not admitted_as_first:
             validate_admission(obj, self._lookup, self.disabled_admission)
         if cls.NAMESPACED and "ResourceQuota" not in self.disabled_admission:
-            quotas = [q for q in self._bucket(ResourceQuota).values() if q.namespace == obj.namespace]
+            rq = self._objects["ResourceQuota"]
+            quotas = [q for q in rq.values() if q.namespace == obj.namespace] if rq else []
             if quotas:
                 try:
                     charges = check_request(obj, quotas, self.now(), force=existing)  # type: ignore[arg-type]
