@@ -11,11 +11,12 @@ import numpy as np
 from ksched.boundedcache import BoundedCache
 from ksched.scheduler.cache.node_table import NodeTable, ResourceColumns
 from ksched.scheduler.cache.pod_counts import PodCountIndex
-from ksched.scheduler.framework.types import NodeInfo, NodeList
+from ksched.scheduler.framework.types import NodeInfo, NodeList, PodInfo
 
 __all__ = ["Snapshot", "zone_key"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_PODS: list[PodInfo] = []
 
 
 def zone_key(ni: NodeInfo) -> str:
@@ -53,6 +54,11 @@ class Snapshot:
         self._pvc_counts: dict[str, int] = {}
         self._aff_list: list[NodeInfo] | None = []
         self._anti_list: list[NodeInfo] | None = []
+        # Counts the row changes that changed which pods with affinity terms a live node holds
+        # (or the node object under them): while it stands still, everything derived from the
+        # existing pods' terms alone (InterPodAffinity's PreScore for a pod without terms of its
+        # own) is unchanged, whatever else the rows did.
+        self.affinity_changes = 0
         self.generation = 0
         self._all: NodeList | None = None
         # Per-node derived values shared by pods with the same spec (taint verdicts for a set of
@@ -198,6 +204,11 @@ class Snapshot:
 
     def _apply_row(self, row: int, prev: NodeInfo | None, new: NodeInfo | None) -> None:
         """A row's NodeInfo changed from ``prev`` to ``new`` (None: no node there)."""
+        pa = prev.pods_with_affinity if prev is not None and prev.node is not None else _NO_PODS
+        na = new.pods_with_affinity if new is not None and new.node is not None else _NO_PODS
+        if (pa or na) and (not pa or not na or prev.node is not new.node  # type: ignore[union-attr]
+                           or len(pa) != len(na) or any(a is not b for a, b in zip(pa, na))):
+            self.affinity_changes += 1
         if new is not None and new.node is not None and new.pods_with_affinity:
             self._aff_rows[row] = new
             self._aff_list = None

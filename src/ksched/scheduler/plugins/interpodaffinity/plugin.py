@@ -18,7 +18,10 @@ Follows upstream kube-scheduler v1.36 (``pkg/scheduler/framework/plugins/interpo
 
 Counts are kept as one NumPy array per topology key, indexed by interned topology values (see
 ``_index``), so Filter and Score run vectorized over node rows and PreFilter/PreScore read an
-incrementally maintained index instead of walking every pod of the cluster.
+incrementally maintained index instead of walking every pod of the cluster. PreScore for a pod
+without preferred terms of its own (only the existing pods' terms count) is kept per namespace,
+labels and namespace labels and given again while no pod with terms moved
+(``KEPT_EXISTING_SCORE``, ``Snapshot.affinity_changes``).
 """
 
 from __future__ import annotations
@@ -96,6 +99,12 @@ ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 
 MIN_HARD_POD_AFFINITY_WEIGHT = 0
+# PreScore of a pod without preferred terms of its own answered again from the last answer for
+# its namespace and labels while no pod with terms moved (``Snapshot.affinity_changes``), without
+# bringing the index up to date; False: the index caught up and queried every cycle (the reference,
+# tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_kept_score.py).
+KEPT_EXISTING_SCORE = True
+_EXISTING_MEMO_MAX = 1024
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
 _EMPTY: dict[str, str] = {}
@@ -262,6 +271,9 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         self.hard_pod_affinity_weight: int = w
         self.ignore_preferred_terms_of_existing_pods = bool(a.get("ignorePreferredTermsOfExistingPods", False))
         self._index: Index | None = None
+        # PreScore of pods without preferred terms: (namespace, labels, namespace labels) ->
+        # (the snapshot's rows, its affinity_changes, the state or None for Skip).
+        self._existing_memo: dict[tuple[Any, ...], tuple[Any, int, _PreScoreState | None]] = {}
         self._ns_informer: Any = None
         # namespace -> (the informer's Namespace object, its labels, their frozenset or None)
         self._ns_memo: dict[str, tuple[Any, dict[str, str], frozenset[tuple[str, str]] | None]] = {}
@@ -494,6 +506,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 # Only existing pods' terms could count, and no pod has any (upstream walks an
                 # empty node list and skips).
                 return Status.skip()
+            if KEPT_EXISTING_SCORE and snap is not None:
+                return self._pre_score_existing_kept(state, pod, snap)
         idx = self.index(nodes.infos)
         ns_labels, nsl_key = self._namespace_labels_and_key(pod.namespace)
         score: dict[str, np.ndarray] = {}
@@ -507,6 +521,21 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                     touched = True
                     add_into(score, t.key, agg.arr, sign * wt.weight)
         # Existing pods' terms matched by the incoming pod.
+        q = self._existing_score_query(idx, pod, ns_labels, nsl_key)
+        for key in q.keys:
+            agg = idx.aggregate(q, key)
+            if agg.n:
+                touched = True
+                add_into(score, key, agg.arr)
+        if not touched:
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(score))
+        return None
+
+    def _existing_score_query(self, idx: Index, pod: Pod, ns_labels: dict[str, str],
+                              nsl_key: frozenset[tuple[str, str]] | None) -> Query:
+        """The existing pods' Score terms (required affinity with hardPodAffinityWeight,
+        preferred affinity and anti-affinity) that match the incoming pod."""
         hard = self.hard_pod_affinity_weight
 
         def weight(g: TermGroup, key: str) -> int | None:
@@ -516,16 +545,40 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 return hard if hard > 0 else None
             return g.sign * g.weight
 
-        q = idx.query(idx.terms, ("existing-score", pod.namespace, pod_keys(pod)[0], nsl_key),
-                      lambda g: g.kind != KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels), weight)
-        for key in q.keys:
-            agg = idx.aggregate(q, key)
-            if agg.n:
-                touched = True
-                add_into(score, key, agg.arr)
-        if not touched:
+        return idx.query(idx.terms, ("existing-score", pod.namespace, pod_keys(pod)[0], nsl_key),
+                         lambda g: g.kind != KIND_ANTI and _existing_term_matches(g.term, pod, ns_labels), weight)
+
+    def _pre_score_existing_kept(self, state: CycleState, pod: Pod, snap: Any) -> Status | None:
+        """PreScore of a pod without preferred terms of its own (``KEPT_EXISTING_SCORE``): only
+        the existing pods' terms count, so the answer is kept per (namespace, labels, namespace
+        labels) and given again while the snapshot's ``affinity_changes`` stands still (no row
+        changed which pods with terms a node holds, nor the node under them): the index is not
+        brought up to date for it (the next query that needs the index catches up). The kept
+        score arrays are shared read-only by the cycles' states, as one state's are by its
+        clones; indices past their end read 0, as for any array made before a domain was
+        interned."""
+        ns_labels, nsl_key = self._namespace_labels_and_key(pod.namespace)
+        k = (pod.namespace, pod_keys(pod)[0], nsl_key)
+        memo = self._existing_memo
+        hit = memo.get(k)
+        if hit is not None and hit[0] is snap.infos and hit[1] == snap.affinity_changes:
+            kept = hit[2]
+        else:
+            changes = snap.affinity_changes
+            idx = self.index(snap.infos)
+            q = self._existing_score_query(idx, pod, ns_labels, nsl_key)
+            score: dict[str, np.ndarray] = {}
+            for key in q.keys:
+                agg = idx.aggregate(q, key)
+                if agg.n:
+                    add_into(score, key, agg.arr)
+            kept = _PreScoreState(score) if score else None
+            if len(memo) >= _EXISTING_MEMO_MAX:
+                memo.clear()
+            memo[k] = (snap.infos, changes, kept)
+        if kept is None:
             return Status.skip()
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(score))
+        state.write(PRE_SCORE_STATE_KEY, kept)
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
