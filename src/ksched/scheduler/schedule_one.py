@@ -76,6 +76,11 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 # ``store_schedule_results`` when the pod has no signature; the reference).
 SIGN_BEFORE_KEEP = True
 
+# Whether the assumed copy's PodInfo shares the queued PodInfo's derived values (requests,
+# affinity terms: none reads spec.nodeName) instead of working them out again (False: a new
+# PodInfo of the assumed pod; the reference, tests/scheduler/cache/test_assume_like_queued.py).
+ASSUME_LIKE_QUEUED = True
+
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     """Upstream's numFeasibleNodesToFind (adaptive when the percentage is 0)."""
@@ -449,7 +454,7 @@ class ScheduleOne:
         host = result.suggested_host
         assumed = pod_with_node(pod, host)
         try:
-            self.cache.assume_pod(assumed)
+            self.cache.assume_pod(assumed, qpi.pod_info if ASSUME_LIKE_QUEUED else None)
         except CacheError as e:
             self._record_attempt(fw, "error", start)
             self._handle_failure(fw, qpi, Status.as_error(str(e)), REASON_SCHEDULER_ERROR, CLEAR_NOMINATION)

@@ -310,12 +310,15 @@ class Cache:
             return
         self._bump(ni, removed, -1)
 
-    def assume_pod(self, pod: Pod) -> None:
-        """Add a pod (with spec.nodeName set to the chosen node) before it is bound."""
+    def assume_pod(self, pod: Pod, like: PodInfo | None = None) -> None:
+        """Add a pod (with spec.nodeName set to the chosen node) before it is bound. ``like``:
+        the PodInfo of the object it was copied from (the queue's), whose derived values --
+        requests, affinity terms, none of which reads spec.nodeName -- it shares instead of
+        working them out again (``PodInfo.with_pod``)."""
         key = _pod_key(pod)
         if key in self.pod_states:
             raise CacheError(f"pod {pod.key} is in the cache, so can't be assumed")
-        pi = PodInfo(pod)
+        pi = like.with_pod(pod) if like is not None and like.pod.uid == pod.uid else PodInfo(pod)
         self._add_to_node(pi)
         self.pod_states[key] = _PodState(pi, True)
         self.assumed.add(key)
