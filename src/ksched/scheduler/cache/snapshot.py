@@ -206,8 +206,9 @@ class Snapshot:
         """A row's NodeInfo changed from ``prev`` to ``new`` (None: no node there)."""
         pa = prev.pods_with_affinity if prev is not None and prev.node is not None else _NO_PODS
         na = new.pods_with_affinity if new is not None and new.node is not None else _NO_PODS
+        # (PodInfo has no __eq__ of its own: list comparison is by identity, in C.)
         if (pa or na) and (not pa or not na or prev.node is not new.node  # type: ignore[union-attr]
-                           or len(pa) != len(na) or any(a is not b for a, b in zip(pa, na))):
+                           or pa != na):
             self.affinity_changes += 1
         if new is not None and new.node is not None and new.pods_with_affinity:
             self._aff_rows[row] = new

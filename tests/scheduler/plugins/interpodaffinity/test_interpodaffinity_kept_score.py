@@ -22,6 +22,7 @@ from ksched.api.pod import Pod
 from ksched.apiserver.inprocess import InProcessClient
 from ksched.apiserver.store import Store
 from ksched.client.informer import InformerFactory
+from ksched.scheduler.framework.types import PodInfo
 from ksched.scheduler.plugins.interpodaffinity import InterPodAffinity, plugin
 from ksched.testing import PluginRunner, make_node, make_pod
 
@@ -203,3 +204,6 @@ def test_affinity_changes_moves() -> None:
     assert moved(lambda: c.add_pod(other))
     assert moved(lambda: c.remove_pod(with_terms))
     assert not moved(lambda: c.remove_pod(plain))
+    # The counter compares the lists of PodInfos with ``!=``: by identity only while PodInfo
+    # keeps object's equality.
+    assert PodInfo.__eq__ is object.__eq__
