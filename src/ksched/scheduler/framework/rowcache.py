@@ -23,6 +23,7 @@ from ksched.scheduler.cache.snapshot import Snapshot
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import VectorizedFilter, VectorizedScore
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo
 
 __all__ = ["RowResultCache"]
@@ -34,6 +35,12 @@ _PER_NODE_LIMIT = 24
 # scan of every row (about 0.3 ms at 5,000 nodes, for each new key); False: the scan (the
 # reference, tests/scheduler/cache/test_snapshot_live_rows.py).
 LIVE_ROWS = True
+
+# A combination's key kept in the pod's template dict (``template_cache``) when every one of its
+# plugins says its ``row_local_key`` is a function of the template and spec.nodeName alone
+# (``row_local_key_templated``), checked against the pod's node name; False: every plugin's key
+# worked out in every cycle (the reference, tests/scheduler/framework/test_rowcache_templated_keys.py).
+TEMPLATED_KEYS = True
 
 
 class _Entry:
@@ -54,8 +61,9 @@ class RowResultCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._nominated: BoundedCache[tuple[Any, ...], Status | None] = BoundedCache()
-        # id of a plan's plugin list -> (the list, kept alive so the id stays its own; its names)
-        self._plan_names: dict[int, tuple[list[Any], tuple[Any, ...]]] = {}
+        # id of a plan's plugin list -> (the list, kept alive so the id stays its own; its names;
+        # whether every plugin may say its key is templated)
+        self._plan_names: dict[int, tuple[list[Any], tuple[Any, ...], bool]] = {}
 
     def clear(self) -> None:
         self._entries.clear()
@@ -64,14 +72,37 @@ class RowResultCache:
     def _names(self, plugins: list[Any]) -> tuple[Any, ...]:
         """The names of a combination's plugins (with their weights, for (plugin, weight) pairs),
         worked out once per list: the runtime's plans hand the same lists to every cycle."""
+        return self._plan(plugins)[1]
+
+    def _plan(self, plugins: list[Any]) -> tuple[list[Any], tuple[Any, ...], bool]:
+        """(the list, its names, whether every plugin defines ``row_local_key_templated``)."""
         got = self._plan_names.get(id(plugins))
         if got is not None and got[0] is plugins:
-            return got[1]
+            return got
         names = tuple((p[0].name, p[1]) if isinstance(p, tuple) else p.name for p in plugins)
+        templated = all(hasattr(p[0] if isinstance(p, tuple) else p, "row_local_key_templated") for p in plugins)
         if len(self._plan_names) >= 256:
             self._plan_names.clear()
-        self._plan_names[id(plugins)] = (plugins, names)
-        return names
+        got = self._plan_names[id(plugins)] = (plugins, names, templated)
+        return got
+
+    def _combined_key(self, plugins: list[Any], kind: str, pod: Pod) -> tuple[Any, ...]:
+        """(names, ``kind``, each plugin's ``row_local_key(pod)``): kept in the pod's template
+        dict when every plugin's key is templated for this pod (``TEMPLATED_KEYS``)."""
+        _, names, templated = self._plan(plugins)
+        if not (TEMPLATED_KEYS and templated):
+            return (names, kind, tuple([(p[0] if isinstance(p, tuple) else p).row_local_key(pod) for p in plugins]))
+        t = template_cache(pod)
+        memo_key = ("rowcache.key", kind, id(plugins))
+        hit = t.get(memo_key)
+        node_name = pod.node_name
+        if hit is not None and hit[0] is plugins and hit[1] == node_name:
+            return hit[2]  # type: ignore[no-any-return]
+        ps = [p[0] if isinstance(p, tuple) else p for p in plugins]
+        k = (names, kind, tuple([p.row_local_key(pod) for p in ps]))
+        if all(p.row_local_key_templated(pod) for p in ps):
+            t[memo_key] = (plugins, node_name, k)
+        return k
 
     def nominated_verdict(self, key: tuple[Any, ...]) -> tuple[bool, Status | None]:
         """(found, status) of a remembered pass with nominated pods."""
@@ -173,7 +204,7 @@ class RowResultCache:
         their per-node Filters once, instead of refreshing one array per plugin and ANDing
         them. Do not modify the result. The per-plugin arrays (``filter_mask``) stay
         available for diagnosing a pod that fits nowhere."""
-        k = (self._names(plugins), "combined", tuple([p.row_local_key(pod) for p in plugins]))
+        k = self._combined_key(plugins, "combined", pod)
 
         def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
             ok = ni is not None
@@ -223,7 +254,7 @@ class RowResultCache:
         row-local and without NormalizeScore), for every row; kept up to date as rows change,
         as ``combined_filter_mask``. None if a per-node Score reported an error (the caller
         then scores plugin by plugin and reports it). Do not modify the result."""
-        k = (self._names(plugins), "combined-score", tuple([p.row_local_key(pod) for p, _ in plugins]))
+        k = self._combined_key(plugins, "combined-score", pod)
 
         def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
             total = 0

@@ -47,6 +47,10 @@ class NodeName(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFilter, Sign
     def row_local_key(self, pod: Pod) -> Any:
         return pod.node_name
 
+    def row_local_key_templated(self, pod: Pod) -> bool:
+        """The key is spec.nodeName (which the row cache checks against a kept key)."""
+        return True
+
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The verdict depends on the pod's spec.nodeName (as upstream)."""
         return [SignFragment(NODE_NAME_SIGNER_NAME, pod.node_name)], None

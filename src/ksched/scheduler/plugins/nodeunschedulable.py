@@ -67,6 +67,10 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions, RowLocal, VectorizedFil
             k = c["nodeunschedulable.tolerated"] = tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT)
         return k
 
+    def row_local_key_templated(self, pod: Pod) -> bool:
+        """The key is of the pod's tolerations: its template's."""
+        return True
+
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The verdict depends on the pod's tolerations (as upstream)."""
         return [SignFragment(TOLERATIONS_SIGNER_NAME, tolerations_signer(pod))], None

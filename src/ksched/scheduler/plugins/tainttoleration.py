@@ -135,6 +135,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         """Filter and raw Score on a node depend only on its taints and the pod's tolerations."""
         return _pod_tolerations_key(pod)
 
+    def row_local_key_templated(self, pod: Pod) -> bool:
+        """The key is of the pod's tolerations: its template's."""
+        return True
+
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """Filter and Score depend on the pod's tolerations (as upstream)."""
         return [SignFragment(TOLERATIONS_SIGNER_NAME, tolerations_signer(pod))], None

@@ -219,6 +219,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore,
         """The raw score on a node depends only on the NodeInfo and the pod's requests."""
         return requests_row_key(pod)
 
+    def row_local_key_templated(self, pod: Pod) -> bool:
+        """The key is of the pod's requests: its template's."""
+        return True
+
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The score depends on the pod's requests (the same fragment as NodeResourcesFit's)."""
         return [SignFragment(RESOURCES_SIGNER_NAME, requests_row_key(pod))], None

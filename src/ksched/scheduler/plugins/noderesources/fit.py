@@ -433,6 +433,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         delegable = _NOTHING if s.core_only else self._delegable(pod, s.checks)
         return (key, delegable) if delegable else key
 
+    def row_local_key_templated(self, pod: Pod) -> bool:
+        """The key is of the pod's requests (its template's) when it checks core resources only;
+        otherwise it also holds which resources a DeviceClass stands for right now."""
+        return self._pre_filter_state(pod).core_only
+
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """Filter and Score depend on the pod's requests (as upstream, whose value is the
         requests PreFilter computes; ksched's is the row-local key, which also holds the
