@@ -391,7 +391,13 @@ class RowLocal(ABC):
     since (one node after a binding, not all). The key must capture everything ``filter`` and
     ``score`` read of the pod and of the CycleState; they must read no other node, no other
     cluster state (informers) and nothing PreFilter/PreScore derive from anything but the pod.
-    A wrong key gives wrong placements silently: the agreement tests catch it."""
+    A wrong key gives wrong placements silently: the agreement tests catch it.
+
+    Optionally, ``row_local_key_templated(pod) -> bool``: True when ``row_local_key(pod)`` is a
+    function of the pod's template (``template_cache``: namespace, labels, spec) and of its
+    spec.nodeName alone, so the row cache may keep a combination's key per template
+    (``rowcache.TEMPLATED_KEYS``); a plugin without it keeps its combinations on the per-cycle
+    path."""
 
     @abstractmethod
     def row_local_key(self, pod: Pod) -> Hashable:
