@@ -11,6 +11,7 @@ cache is correct exactly when the plugin's key captures everything its Filter/Sc
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -41,6 +42,7 @@ LIVE_ROWS = True
 # (``row_local_key_templated``), checked against the pod's node name; False: every plugin's key
 # worked out in every cycle (the reference, tests/scheduler/framework/test_rowcache_templated_keys.py).
 TEMPLATED_KEYS = True
+_PLAN_SERIALS = itertools.count(1)
 
 
 class _Entry:
@@ -62,8 +64,10 @@ class RowResultCache:
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._nominated: BoundedCache[tuple[Any, ...], Status | None] = BoundedCache()
         # id of a plan's plugin list -> (the list, kept alive so the id stays its own; its names;
-        # whether every plugin may say its key is templated)
-        self._plan_names: dict[int, tuple[list[Any], tuple[Any, ...], bool]] = {}
+        # whether every plugin may say its key is templated; a serial number of its own, never
+        # reused, naming the list in template dicts, which must not reference the plugins: they
+        # outlive the simulation)
+        self._plan_names: dict[int, tuple[list[Any], tuple[Any, ...], bool, int]] = {}
 
     def clear(self) -> None:
         self._entries.clear()
@@ -74,8 +78,9 @@ class RowResultCache:
         worked out once per list: the runtime's plans hand the same lists to every cycle."""
         return self._plan(plugins)[1]
 
-    def _plan(self, plugins: list[Any]) -> tuple[list[Any], tuple[Any, ...], bool]:
-        """(the list, its names, whether every plugin defines ``row_local_key_templated``)."""
+    def _plan(self, plugins: list[Any]) -> tuple[list[Any], tuple[Any, ...], bool, int]:
+        """(the list, its names, whether every plugin defines ``row_local_key_templated``, its
+        serial number)."""
         got = self._plan_names.get(id(plugins))
         if got is not None and got[0] is plugins:
             return got
@@ -83,25 +88,25 @@ class RowResultCache:
         templated = all(hasattr(p[0] if isinstance(p, tuple) else p, "row_local_key_templated") for p in plugins)
         if len(self._plan_names) >= 256:
             self._plan_names.clear()
-        got = self._plan_names[id(plugins)] = (plugins, names, templated)
+        got = self._plan_names[id(plugins)] = (plugins, names, templated, next(_PLAN_SERIALS))
         return got
 
     def _combined_key(self, plugins: list[Any], kind: str, pod: Pod) -> tuple[Any, ...]:
         """(names, ``kind``, each plugin's ``row_local_key(pod)``): kept in the pod's template
         dict when every plugin's key is templated for this pod (``TEMPLATED_KEYS``)."""
-        _, names, templated = self._plan(plugins)
+        _, names, templated, serial = self._plan(plugins)
         if not (TEMPLATED_KEYS and templated):
             return (names, kind, tuple([(p[0] if isinstance(p, tuple) else p).row_local_key(pod) for p in plugins]))
         t = template_cache(pod)
-        memo_key = ("rowcache.key", kind, id(plugins))
+        memo_key = ("rowcache.key", kind, serial)
         hit = t.get(memo_key)
         node_name = pod.node_name
-        if hit is not None and hit[0] is plugins and hit[1] == node_name:
-            return hit[2]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] == node_name:
+            return hit[1]  # type: ignore[no-any-return]
         ps = [p[0] if isinstance(p, tuple) else p for p in plugins]
         k = (names, kind, tuple([p.row_local_key(pod) for p in ps]))
         if all(p.row_local_key_templated(pod) for p in ps):
-            t[memo_key] = (plugins, node_name, k)
+            t[memo_key] = (node_name, k)
         return k
 
     def nominated_verdict(self, key: tuple[Any, ...]) -> tuple[bool, Status | None]:
