@@ -113,6 +113,14 @@ def _swap_in(ni: NodeInfo, old: PodInfo, new: PodInfo, moved: bool) -> None:
 FAST_SWAPS = True
 
 
+# ``update_snapshot`` copies only the requested and non-zero rows (not the allocatable one) of a
+# row whose NodeInfo is copied afresh under the same Node object as the snapshot's copy had (a
+# pod assumed, added or removed: nearly every cycle's one or two rows). The allocatable row is
+# written from the Node alone (a ghost's: zeros), and columns are only ever appended, so the
+# snapshot's row is the cache's already. False: every changed row copied whole (the reference).
+SKIP_UNCHANGED_ALLOC = True
+
+
 def _swap_in_fast(ni: NodeInfo, old: PodInfo, new: PodInfo, moved: bool) -> None:
     """``_swap_in`` with the searches in C. A pod object is in a NodeInfo's lists at most once,
     and the affinity lists hold only pods of ``pods``: when ``old`` is not in ``pods`` nothing
@@ -536,6 +544,9 @@ class Cache:
         if dirty:
             rows = sorted(dirty)
             node_changed: list[int] = []
+            # Rows copied afresh under the same Node object: their allocatable row is the one
+            # the snapshot's table holds already (SKIP_UNCHANGED_ALLOC).
+            same_node: list[int] | None = [] if SKIP_UNCHANGED_ALLOC else None
             for r in rows:
                 ni = self._row_info[r] if r < n else None
                 prev = snap.infos[r] if r < len(snap.infos) else None
@@ -549,8 +560,10 @@ class Cache:
                     snap.generations[r] = ni.generation
                     if prev is None or prev.node is not ni.node:
                         node_changed.append(r)
+                    elif same_node is not None:
+                        same_node.append(r)
                     snap._apply_row(r, prev, clone)
-            snap.table.copy_rows_from(self.table, rows)
+            snap.table.copy_rows_from(self.table, rows, same_node)
             # A freed row counts as changed too: it gets the current generation.
             ga, gens = snap.gen_array, snap.generations
             if len(rows) <= 4:

@@ -162,8 +162,10 @@ class NodeTable:
             self.req[row] = 0
             self.nz[row] = 0
 
-    def copy_rows_from(self, other: NodeTable, rows: list[int]) -> None:
-        """Copy rows (and any new columns) from another table sharing the same columns."""
+    def copy_rows_from(self, other: NodeTable, rows: list[int], same_alloc: list[int] | None = None) -> None:
+        """Copy rows (and any new columns) from another table sharing the same columns.
+        ``same_alloc``: rows of ``rows`` whose allocatable row this table holds already (not
+        copied when the tables have the same width and there are few rows)."""
         self.fit(other.capacity)
         if other.alloc.shape[1] != self.alloc.shape[1]:
             self.fit(other.capacity)
@@ -174,7 +176,8 @@ class NodeTable:
             if ncol == self.alloc.shape[1]:
                 # (The usual case: the same width. A whole row, without a slice object.)
                 for r in rows:
-                    self.alloc[r] = other.alloc[r]
+                    if not same_alloc or r not in same_alloc:
+                        self.alloc[r] = other.alloc[r]
                     self.req[r] = other.req[r]
                     self.nz[r] = other.nz[r]
                 return
