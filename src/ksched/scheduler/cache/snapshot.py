@@ -18,6 +18,11 @@ __all__ = ["Snapshot", "zone_key"]
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _NO_PODS: list[PodInfo] = []
 
+# ``_record_update`` of one row (nearly every cycle's update) gives a read-only one-element array
+# kept per row by the snapshot instead of making one from the list each time. False: an array made
+# from the list every time (the reference path; a test proves both give the same rows).
+ONE_ROW_ARRAYS = True
+
 
 def zone_key(ni: NodeInfo) -> str:
     """Upstream's GetZoneKey: region and zone labels (empty when neither is set)."""
@@ -44,6 +49,7 @@ class Snapshot:
         self.gen_array = np.zeros(0, dtype=np.int64)
         self._changed_memo: tuple[int, dict[int, np.ndarray]] = (-1, {})
         self._last_update: tuple[int, np.ndarray] | None = None
+        self._row_arrays: list[np.ndarray | None] = []  # row -> its read-only [row] (ONE_ROW_ARRAYS)
         self.order = np.zeros(0, dtype=np.int64)
         self.row_of: dict[str, int] = {}
         self.position_in_order: dict[int, int] = {}  # row -> its index in ``order``
@@ -126,6 +132,17 @@ class Snapshot:
 
     def _record_update(self, previous_generation: int, rows: list[int]) -> None:
         """The cache moved this snapshot from ``previous_generation`` on, changing ``rows``."""
+        if ONE_ROW_ARRAYS and len(rows) == 1:
+            r = rows[0]
+            arrays = self._row_arrays
+            if r >= len(arrays):
+                arrays.extend([None] * (r + 1 - len(arrays)))
+            a = arrays[r]
+            if a is None:
+                a = arrays[r] = np.asarray(rows, dtype=np.int64)
+                a.flags.writeable = False
+            self._last_update = (previous_generation, a)
+            return
         self._last_update = (previous_generation, np.asarray(rows, dtype=np.int64))
 
     @property
