@@ -22,6 +22,15 @@ selector counts nothing", apply them before asking).
 Memory is bounded: at most ``MAX_SELECTORS`` selectors are kept (least recently asked for is
 dropped first), and a selector not asked for during ``IDLE_SYNCS`` catch-ups is dropped too.
 Signatures without pods are dropped at once.
+
+Finding a selector (``PLAIN_SELECTOR_LOOKUPS``): the kept selectors are keyed by (namespace,
+``LabelSelector.key``, terminating), whose hash is worked out again on every lookup, in Python
+for each ``Requirement``; and iterating the ordered dict of them hashes every key again. With the
+flag, ``counts`` finds the selector by the identity of the asker's key tuple first (the plugins
+keep their parsed selectors per template), moves it to the recent end only when it is not there
+already, and a new signature is matched against its namespace's selectors from a plain dict.
+False: the reference (every lookup by key, every kept selector visited for a new signature).
+The kept selectors, their order and every count are the same either way.
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ from ksched.scheduler.framework.types import NodeInfo, PodInfo
 __all__ = ["PodCountIndex", "RowSource"]
 
 _SIG_KEY = "podcounts.sig"
+
+PLAIN_SELECTOR_LOOKUPS = True
 
 class RowSource(Protocol):
     """What the index reads of its snapshot."""
@@ -68,7 +79,7 @@ class _Signature:
 class _SelectorCounts:
     """Matching pods per row for one (namespace, selector, terminating)."""
 
-    __slots__ = ("counts", "key", "last_used", "match", "namespace", "terminating")
+    __slots__ = ("alive", "counts", "key", "last_used", "match", "namespace", "terminating")
 
     def __init__(self, key: tuple[Any, ...], namespace: str, selector: LabelSelector, terminating: bool,
                  n: int) -> None:
@@ -78,6 +89,7 @@ class _SelectorCounts:
         self.match = compile_matcher(selector)
         self.counts = np.zeros(n, dtype=np.int64)
         self.last_used = 0
+        self.alive = True
 
     def wants(self, sig: _Signature) -> bool:
         return (self.terminating or not sig.terminating) and self.match(sig.labels)
@@ -98,6 +110,12 @@ class PodCountIndex:
         # namespace -> signature key -> signature
         self._sigs: dict[str, dict[Any, _Signature]] = {}
         self._selectors: OrderedDict[tuple[Any, ...], _SelectorCounts] = OrderedDict()
+        # PLAIN_SELECTOR_LOOKUPS: the kept selectors per namespace (by id), the selector last
+        # moved to (or added at) the recent end of ``_selectors``, and (namespace, id of the
+        # asker's key tuple, terminating) -> (that tuple, its selector).
+        self._by_ns: dict[str, dict[int, _SelectorCounts]] = {}
+        self._tail: _SelectorCounts | None = None
+        self._by_id: dict[tuple[str, int, bool], tuple[Any, _SelectorCounts]] = {}
 
     # ---------------------------------------------------------------- queries
 
@@ -105,12 +123,28 @@ class PodCountIndex:
         """Matching pods by row (length ``len(snapshot.infos)``): read-only, valid until the
         snapshot next changes."""
         self.sync()
+        if PLAIN_SELECTOR_LOOKUPS:
+            sk = selector.key
+            mk = (namespace, id(sk), terminating)
+            hit = self._by_id.get(mk)
+            if hit is not None and hit[0] is sk and hit[1].alive:
+                e = hit[1]
+                if e is not self._tail:
+                    self._selectors.move_to_end(e.key)
+                    self._tail = e
+                e.last_used = self._syncs
+                return e.counts[: len(self._seen)]
         key = (namespace, selector.key, terminating)
         e = self._selectors.get(key)
         if e is None:
             e = self._add_selector(key, namespace, selector, terminating)
         else:
             self._selectors.move_to_end(key)
+        self._tail = e
+        if PLAIN_SELECTOR_LOOKUPS:
+            if len(self._by_id) >= 4 * self.MAX_SELECTORS:
+                self._by_id.clear()
+            self._by_id[mk] = (sk, e)
         e.last_used = self._syncs
         return e.counts[: len(self._seen)]
 
@@ -188,7 +222,8 @@ class PodCountIndex:
         sig = sigs.get(key)
         if sig is None:
             sig = sigs[key] = _Signature(ns, pod.labels, key[1])
-            for e in self._selectors.values():
+            kept = (self._by_ns.get(ns) or {}).values() if PLAIN_SELECTOR_LOOKUPS else self._selectors.values()
+            for e in kept:
                 if e.namespace == ns and e.wants(sig):
                     sig.selectors.append(e)
         n = sig.rows.get(r, 0) + delta
@@ -214,12 +249,22 @@ class PodCountIndex:
                 for r, c in sig.rows.items():
                     counts[r] += c
         self._selectors[key] = e
+        self._tail = e
+        self._by_ns.setdefault(namespace, {})[id(e)] = e
         while len(self._selectors) > self.MAX_SELECTORS:
             self._drop(next(iter(self._selectors.values())))
         return e
 
     def _drop(self, e: _SelectorCounts) -> None:
         del self._selectors[e.key]
+        e.alive = False
+        if self._tail is e:
+            self._tail = None
+        ns_kept = self._by_ns.get(e.namespace)
+        if ns_kept is not None:
+            ns_kept.pop(id(e), None)
+            if not ns_kept:
+                del self._by_ns[e.namespace]
         for sig in (self._sigs.get(e.namespace) or {}).values():
             if e in sig.selectors:
                 sig.selectors.remove(e)
