@@ -3,7 +3,8 @@ of the asker's key tuple and matches new signatures against its namespace's sele
 against the reference (every lookup by key, every kept selector visited), over random sequences
 of pods added, relabelled (also as terminating) and removed in two namespaces, selectors asked
 for as the same objects or parsed again, and few selectors kept (evictions): the same counts as
-a fresh count, the same kept selectors in the same least-recently-used order."""
+a fresh count, the same kept selectors in the same least-recently-used order, and no dropped
+selector kept by the identity memo."""
 
 from __future__ import annotations
 
@@ -98,6 +99,8 @@ def _run(ops: list[tuple[Any, ...]]) -> None:
             assert list(fast._selectors) == list(ref._selectors)
             assert sorted(id(e) for d in fast._by_ns.values() for e in d.values()) == sorted(
                 id(e) for e in fast._selectors.values())
+            # A dropped selector (and its counts array) is not kept alive by the identity memo.
+            assert all(e.alive and e is fast._selectors[e.key] for _, e in fast._by_id.values())
     cache.update_snapshot(snap)
     for ns in NAMESPACES:
         for sel in SHARED:

@@ -79,7 +79,7 @@ class _Signature:
 class _SelectorCounts:
     """Matching pods per row for one (namespace, selector, terminating)."""
 
-    __slots__ = ("alive", "counts", "key", "last_used", "match", "namespace", "terminating")
+    __slots__ = ("alive", "counts", "key", "last_used", "match", "memo_keys", "namespace", "terminating")
 
     def __init__(self, key: tuple[Any, ...], namespace: str, selector: LabelSelector, terminating: bool,
                  n: int) -> None:
@@ -90,6 +90,7 @@ class _SelectorCounts:
         self.counts = np.zeros(n, dtype=np.int64)
         self.last_used = 0
         self.alive = True
+        self.memo_keys: list[tuple[str, int, bool]] = []  # its entries in PodCountIndex._by_id
 
     def wants(self, sig: _Signature) -> bool:
         return (self.terminating or not sig.terminating) and self.match(sig.labels)
@@ -144,7 +145,10 @@ class PodCountIndex:
         if PLAIN_SELECTOR_LOOKUPS:
             if len(self._by_id) >= 4 * self.MAX_SELECTORS:
                 self._by_id.clear()
+                for kept in self._selectors.values():
+                    kept.memo_keys = []
             self._by_id[mk] = (sk, e)
+            e.memo_keys.append(mk)
         e.last_used = self._syncs
         return e.counts[: len(self._seen)]
 
@@ -258,6 +262,11 @@ class PodCountIndex:
     def _drop(self, e: _SelectorCounts) -> None:
         del self._selectors[e.key]
         e.alive = False
+        for mk in e.memo_keys:  # a dropped selector (and its counts array) is not kept by the memo
+            hit = self._by_id.get(mk)
+            if hit is not None and hit[1] is e:
+                del self._by_id[mk]
+        e.memo_keys = []
         if self._tail is e:
             self._tail = None
         ns_kept = self._by_ns.get(e.namespace)
