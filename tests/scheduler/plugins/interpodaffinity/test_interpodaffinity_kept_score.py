@@ -17,28 +17,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.scheduler.plugins.interpodaffinity.test_interpodaffinity_index import NAMESPACES, _informers
 
 from ksched.api.pod import Pod
-from ksched.apiserver.inprocess import InProcessClient
-from ksched.apiserver.store import Store
-from ksched.client.informer import InformerFactory
 from ksched.scheduler.framework.types import PodInfo
 from ksched.scheduler.plugins.interpodaffinity import InterPodAffinity, plugin
 from ksched.testing import PluginRunner, make_node, make_pod
 
-NAMESPACES = {"default": {}, "ns-a": {"team": "a"}, "ns-b": {"team": "b"}}
 TOPO_KEYS = ["zone", "kubernetes.io/hostname", "rack"]
-
-
-def _informers() -> InformerFactory:
-    store = Store()
-    for name, labels in NAMESPACES.items():
-        if name != "default":
-            store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-    f = InformerFactory(InProcessClient(store))
-    f.informer("Namespace")
-    f.poll()
-    return f
 
 
 def _term(rng: random.Random) -> dict[str, Any]:
