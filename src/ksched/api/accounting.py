@@ -116,6 +116,64 @@ class NodeAccounting:
         if new is not None:
             self.add(new)
 
+    def check_charge(self, pod: Pod, node: Node | None,
+                     node_name: str) -> tuple[str | None, tuple[dict[str, int], list[tuple[str, str, int]] | tuple[()]]]:
+        """:meth:`check` and what the pod charges the node (its requests and host ports), for
+        :meth:`add_charged` of its bound version: a binding reads them once, not in the check and
+        again in ``add`` (the bound version shares the parsed containers and the cache they come
+        from: ``KubeObject.shallow_copy``)."""
+        reqs = pod_requests(pod)
+        ports = _ports(pod)
+        if node is None:
+            return f'node "{node_name}" not found', (reqs, ports)
+        u = self.usage.get(node_name) or _NO_USAGE
+        alloc = node.allocatable
+        max_pods = alloc.get("pods", 0)
+        if u.pods + 1 > max_pods:
+            return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)", (reqs, ports)
+        from_dra: frozenset[str] | None = None  # read when a resource the node lacks is asked for
+        requested = u.requested
+        for k, v in reqs.items():
+            if v <= 0:
+                continue
+            have = alloc.get(k, 0)
+            if have <= 0:
+                if from_dra is None:
+                    from_dra = _dra_backed(pod)
+                if k in from_dra:
+                    continue
+            used = requested.get(k, 0)
+            if used + v > have:
+                return (f"node {node_name} would be over-committed on {k}: requested {v}, "
+                        f"allocatable {have}, already requested {used}"), (reqs, ports)
+        for ip, proto, port in ports:
+            if host_port_conflict(u.ports, ip, proto, port):
+                return f"node {node_name} already has host port {ip}:{port}/{proto} in use", (reqs, ports)
+        return None, (reqs, ports)
+
+    def add_charged(self, pod: Pod,
+                    charge: tuple[dict[str, int], list[tuple[str, str, int]] | tuple[()]]) -> None:
+        """:meth:`add` of ``pod`` given what it charges (:meth:`check_charge` of a version with the
+        same containers, overhead, pod-level requests and host ports)."""
+        node_name = pod.node_name
+        if not node_name or pod.is_terminal:
+            return
+        u = self.usage.get(node_name)
+        if u is None:
+            u = self.usage[node_name] = NodeUsage()
+        key = pod.key
+        keys = u.pod_keys
+        if key in keys:
+            return
+        keys.add(key)
+        u.pods += 1
+        reqs, ports = charge
+        requested = u.requested
+        for k, v in reqs.items():
+            requested[k] = requested.get(k, 0) + v
+        for ip, proto, port in ports:
+            u.ports.setdefault((proto, port), set()).add(ip)
+
     def check(self, pod: Pod, node: Node | None, node_name: str) -> str | None:
         """Why binding ``pod`` to the node would over-commit it, or None when it fits."""
         if node is None:

@@ -205,6 +205,16 @@ def _uid_of(n: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+# Fast paths of the pod write path, each with its reference behind the flag (False):
+# ``Store.bind`` in one body with the node ledger read once (:meth:`Store._bind_fast`).
+FAST_BIND = True
+# ``Store._patch_pod_status`` (the kubelet's status writes) committed by its own steps, not the
+# generic :meth:`Store._commit`.
+FAST_STATUS_COMMIT = True
+# ``Store.create_recorded_event`` with the uid, creation stamp and version steps inline.
+FAST_RECORDED_EVENT = True
+
+
 class Store:
     """The embedded API store. Thread-safe; all methods may raise :class:`ApiError`."""
 
@@ -652,9 +662,21 @@ class Store:
             events = self._objects["Event"]
             if nso is None or nso.deletion_timestamp is not None or key in events:
                 return None
-            uid = self._new_uid()
-            created_s, created = self._event_stamp()
-            rv = self._next_rv()
+            if FAST_RECORDED_EVENT and self.deterministic_uids:
+                # _new_uid, _event_stamp and _next_rv inline (the deterministic uid's short form;
+                # the instant's stamp formatted and parsed once).
+                n = next(self._uid_counter)
+                uid = f"00000000-0000-0000-0000-{n:012x}" if n < _SHORT_UID else _uid_of(n)
+                ts = format_time(self.clock.now())
+                stamp = self._event_time
+                if stamp[0] != ts:
+                    stamp = self._event_time = (ts, parse_time(ts))
+                created_s, created = stamp
+                self._rv = rv = self._rv + 1
+            else:
+                uid = self._new_uid()
+                created_s, created = self._event_stamp()
+                rv = self._next_rv()
             stored = CompactEvent.of_values(
                 ("v1", "Event", name, namespace, uid, created_s, str(rv), *involved, reason, message, etype, action,
                  1, timestamp, timestamp, component, component, component), created, key)
@@ -1154,7 +1176,27 @@ class Store:
             return None  # a status that does not parse: the generic path refuses it
         rv = self._next_rv()
         new_md["resourceVersion"] = new.resource_version = str(rv)
-        self._commit(Pod, MODIFIED, old, new, rv)
+        if not FAST_STATUS_COMMIT:
+            self._commit(Pod, MODIFIED, old, new, rv)
+            return new
+        # _commit(Pod, MODIFIED, old, new, rv) with what a status write knows: a Pod (no
+        # admission kind, claim or Service), a modification, the new version not being deleted
+        # (the old one is not; the metadata is shared), and the two versions sharing everything
+        # but the status (``Pod.with_status``), so the ledger's ``update`` is a no-op unless the
+        # write makes the pod terminal or not (``_same_charge`` compares the rest by identity).
+        # The same steps in the same order: hooks, the bucket, the terminating set, the ledger,
+        # the resolver's pod conflicts, the watch cache.
+        for hook in self.on_commit:
+            hook(MODIFIED, "Pod", new, rv)
+        key = new.key
+        self._objects["Pod"][key] = new
+        if self._terminating:
+            self._terminating.pop(key, None)
+        if old.phase != new.phase and old.is_terminal != new.is_terminal:
+            self.accounting.update(old, new)
+        if self.pod_conflicts is not None:
+            self.pod_conflicts.update(old, new)
+        self.watch_cache.commit("Pod", MODIFIED, old, new, rv)
         return new
 
     # ------------------------------------------------------------------ delete
@@ -1363,6 +1405,10 @@ class Store:
              annotations: dict[str, str] | None = None) -> Pod:
         """``pods/binding``: set spec.nodeName once, with PodScheduled=True. With the conflict
         resolver on, a binding that would over-commit the node fails with Conflict."""
+        if FAST_BIND and self.direct_binding_commit and self.share_status_values:
+            new = self._bind_fast(namespace, name, node_name, uid, annotations)
+            self._written()
+            return new
         with self._lock:
             old = self._bucket(Pod).get(f"{namespace}/{name}")
             if old is None:
@@ -1415,6 +1461,87 @@ class Store:
             else:
                 self._commit(Pod, MODIFIED, old, new, rv)
         self._written()
+        return new
+
+    def _bind_fast(self, namespace: str, name: str, node_name: str, uid: str | None,
+                   annotations: dict[str, str] | None) -> Pod:
+        """:meth:`bind` with :meth:`_commit_binding` (``direct_binding_commit``) and the shared
+        PodScheduled condition (``share_status_values``) in one body, under the lock: the same
+        checks, errors, manifest, object and commit steps in the same order, without the calls
+        between them (bucket, version, clock and condition lookups), and the node ledger read
+        once (``NodeAccounting.check_charge``: the requests and host ports the check reads are
+        what ``add`` charges, the bound pod sharing the parsed containers and their cache).
+        ``FAST_BIND = False``: :meth:`bind`'s own steps (the reference)."""
+        with self._lock:
+            objects = self._objects
+            pods = objects["Pod"]
+            old = pods.get(f"{namespace}/{name}")
+            if old is None:
+                raise NotFound.of("pods", name)
+            assert isinstance(old, Pod)
+            if uid and uid != old.uid:
+                raise Conflict.of("pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object "
+                                                f"meta: {old.uid}")
+            if old.deletion_timestamp is not None:
+                raise Conflict.of("pods", name, "pod is being deleted, cannot be assigned to a host")
+            if old.node_name:
+                raise Conflict.of("pods", name, f"pod {name} is already assigned to node \"{old.node_name}\"")
+            if not node_name:
+                raise Invalid.of("Binding", name, [FieldError("target.name", "Required value")])
+            accounting = self.accounting
+            charge = None
+            if self.conflict_resolver:
+                node = objects["Node"].get(node_name)
+                why, charge = accounting.check_charge(old, node, node_name)  # type: ignore[arg-type]
+                if why is None and self.pod_conflicts is not None and isinstance(node, Node):
+                    why = self._pod_conflict(old, node)
+                if why is not None:
+                    raise BindingConflict.over_commit(name, why)
+            self._rv = rv = self._rv + 1
+            rv_s = str(rv)
+            now_s = format_time(self.clock.now())
+            raw = dict(old.raw)
+            spec = dict(raw.get("spec") or {})
+            spec["nodeName"] = node_name
+            raw["spec"] = spec
+            status = dict(raw.get("status") or {})
+            # ClearingNominatedNodeNameAfterBinding (beta, on in 1.36): the pod is where it goes.
+            status.pop("nominatedNodeName", None)
+            conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+            at, cond = self._scheduled_at  # _scheduled_condition's shared dict
+            if at != now_s:
+                cond = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_s}
+                self._scheduled_at = (now_s, cond)
+            conds.append(cond)
+            status["conditions"] = conds
+            raw["status"] = status
+            md = dict(raw["metadata"])
+            md["resourceVersion"] = rv_s
+            if annotations:
+                md["annotations"] = {**(md.get("annotations") or {}), **annotations}
+            raw["metadata"] = md
+            new = old.shallow_copy()
+            new.raw = raw
+            new.node_name = node_name
+            new.resource_version = rv_s
+            new.conditions = conds
+            new.nominated_node_name = ""
+            if annotations:
+                new.annotations = md["annotations"]
+            # _commit_binding's steps.
+            for hook in self.on_commit:
+                hook(MODIFIED, "Pod", new, rv)
+            key = new.key
+            pods[key] = new
+            if self._terminating:
+                self._terminating.pop(key, None)
+            if charge is None:
+                accounting.add(new)
+            else:
+                accounting.add_charged(new, charge)
+            if self.pod_conflicts is not None:
+                self.pod_conflicts.update(old, new)
+            self.watch_cache.commit("Pod", MODIFIED, old, new, rv)
         return new
 
     def _commit_binding(self, old: Pod, new: Pod, rv: int) -> None:
