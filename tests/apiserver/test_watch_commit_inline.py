@@ -10,14 +10,20 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from tests.apiserver.test_watch_fanout import _OPS, _pod
+from tests.apiserver.test_watch_fanout import _COMMIT, _STOP, _pod
 
 from ksched.api.labels import parse_label_selector
 from ksched.api.pod import Pod
 from ksched.apiserver import watch as watch_module
 from ksched.apiserver.watch import WatchCache
+
+# The fan-out test's operations, with consumers whose first event also stops every other watch
+# (later ones in the list being fanned out to: closed while still in it).
+_OPEN = st.tuples(st.just("open"), st.sampled_from([None, "default", "other"]),
+                  st.sampled_from([None, "w=1"]), st.sampled_from([None, "open", "stop", "stop others"]))
+_OPS = st.lists(st.one_of(_OPEN, _COMMIT, _STOP), max_size=30)
 
 
 def _run(fast: bool, ops: list[tuple[Any, ...]], delivered: int | None, direct: bool) -> list[Any]:
@@ -49,6 +55,10 @@ def _ops_on_cache(ops: list[tuple[Any, ...]], delivered: int | None, direct: boo
             fired[0] = True  # once: a consumer woken by its first event
             if reaction == "open":
                 opened(None, None, None)
+            elif reaction == "stop others":
+                for other in list(watches):
+                    if other is not w:
+                        other.stop()
             else:
                 w.stop()
         w.notify = react
@@ -92,6 +102,7 @@ def _ops_on_cache(ops: list[tuple[Any, ...]], delivered: int | None, direct: boo
 
 @settings(max_examples=300, deadline=None)
 @given(_OPS, st.sampled_from([None, 1, 3]), st.booleans())
+@example([("open", None, None, "stop others"), ("open", None, None, None), ("commit", "ADDED", 0, 0)], None, True)
 def test_inline_commit_is_the_references(ops: list[tuple[Any, ...]], delivered: int | None, direct: bool) -> None:
     assert _run(True, ops, delivered, direct) == _run(False, ops, delivered, direct)
 
