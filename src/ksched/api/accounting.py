@@ -68,6 +68,9 @@ def _same_charge(old: Pod, new: Pod) -> bool:
 
 _NO_USAGE = NodeUsage()  # (read only: a node with no pod yet)
 
+# What a pod charges its node: its requests and host ports (NodeAccounting.check_charge).
+_Charge = tuple[dict[str, int], list[tuple[str, str, int]] | tuple[()]]
+
 
 class NodeAccounting:
     """Sum of the requests of the pods bound to each node (terminal pods excluded)."""
@@ -116,23 +119,21 @@ class NodeAccounting:
         if new is not None:
             self.add(new)
 
-    def check_charge(self, pod: Pod, node: Node | None,
-                     node_name: str) -> tuple[str | None, tuple[dict[str, int], list[tuple[str, str, int]] | tuple[()]]]:
-        """:meth:`check` and what the pod charges the node (its requests and host ports), for
-        :meth:`add_charged` of its bound version: a binding reads them once, not in the check and
-        again in ``add`` (the bound version shares the parsed containers and the cache they come
-        from: ``KubeObject.shallow_copy``)."""
-        reqs = pod_requests(pod)
-        ports = _ports(pod)
+    def check_charge(self, pod: Pod, node: Node | None, node_name: str) -> tuple[str | None, _Charge | None]:
+        """:meth:`check`, and when the pod fits what it charges the node (its requests and host
+        ports, read in the same order) for :meth:`add_charged` of its bound version: a binding
+        reads them once, not in the check and again in ``add`` (the bound version shares the
+        parsed containers and the cache they come from: ``KubeObject.shallow_copy``)."""
         if node is None:
-            return f'node "{node_name}" not found', (reqs, ports)
+            return f'node "{node_name}" not found', None
         u = self.usage.get(node_name) or _NO_USAGE
         alloc = node.allocatable
         max_pods = alloc.get("pods", 0)
         if u.pods + 1 > max_pods:
-            return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)", (reqs, ports)
+            return f"node {node_name} would exceed its pod limit ({u.pods} of {max_pods} pods in use)", None
         from_dra: frozenset[str] | None = None  # read when a resource the node lacks is asked for
         requested = u.requested
+        reqs = pod_requests(pod)
         for k, v in reqs.items():
             if v <= 0:
                 continue
@@ -145,14 +146,14 @@ class NodeAccounting:
             used = requested.get(k, 0)
             if used + v > have:
                 return (f"node {node_name} would be over-committed on {k}: requested {v}, "
-                        f"allocatable {have}, already requested {used}"), (reqs, ports)
+                        f"allocatable {have}, already requested {used}"), None
+        ports = _ports(pod)
         for ip, proto, port in ports:
             if host_port_conflict(u.ports, ip, proto, port):
-                return f"node {node_name} already has host port {ip}:{port}/{proto} in use", (reqs, ports)
+                return f"node {node_name} already has host port {ip}:{port}/{proto} in use", None
         return None, (reqs, ports)
 
-    def add_charged(self, pod: Pod,
-                    charge: tuple[dict[str, int], list[tuple[str, str, int]] | tuple[()]]) -> None:
+    def add_charged(self, pod: Pod, charge: _Charge) -> None:
         """:meth:`add` of ``pod`` given what it charges (:meth:`check_charge` of a version with the
         same containers, overhead, pod-level requests and host ports)."""
         node_name = pod.node_name

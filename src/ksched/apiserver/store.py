@@ -1535,7 +1535,7 @@ class Store:
             pods[key] = new
             if self._terminating:
                 self._terminating.pop(key, None)
-            if charge is None:
+            if charge is None:  # (no conflict resolver: nothing checked)
                 accounting.add(new)
             else:
                 accounting.add_charged(new, charge)
