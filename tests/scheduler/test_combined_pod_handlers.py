@@ -1,5 +1,6 @@
 """The scheduler's Pod handlers registered as one (``eventhandlers.COMBINED_POD_HANDLERS``) make
-the same calls, in the same order, as the filtered pair they replace (the reference)."""
+the same calls, in the same order, as the filtered pair they replace (the reference), with and
+without the short paths of its updates (``eventhandlers.FAST_POD_UPDATES``)."""
 
 from __future__ import annotations
 
@@ -84,14 +85,16 @@ class _Target:
         return False
 
 
-def _handlers(combined: bool) -> tuple[list[EventHandler], list[tuple[Any, ...]]]:
+def _handlers(combined: bool, fast: bool = True) -> tuple[list[EventHandler], list[tuple[Any, ...]]]:
     log: list[tuple[Any, ...]] = []
     target = _Target(log)
     eventhandlers.COMBINED_POD_HANDLERS = combined
+    eventhandlers.FAST_POD_UPDATES = fast
     try:
         eventhandlers.add_all_event_handlers(target)  # type: ignore[arg-type]
     finally:
         eventhandlers.COMBINED_POD_HANDLERS = True
+        eventhandlers.FAST_POD_UPDATES = True
     return target.informers.informer("Pod").handlers, log
 
 
@@ -105,25 +108,34 @@ _pods = st.builds(_pod,
     st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
     st.sampled_from(["default-scheduler", "other-scheduler"]), st.sampled_from(["1", "2"]))
 _objs = st.one_of(_pods, st.just(None))  # None: an object that is not a Pod
-_events = st.lists(st.tuples(st.sampled_from(["add", "update", "delete", "dfsu"]), _objs, _objs),
+_events = st.lists(st.tuples(st.sampled_from(["add", "update", "status", "delete", "dfsu"]), _objs, _objs),
                    min_size=1, max_size=12)
 
 
+def _status_write(a: Pod, phase: str) -> Pod:
+    """``a`` after a write of its status (the parsed spec and labels shared, as the store's)."""
+    b = a.with_status({**a.raw, "status": {**a.raw.get("status", {}), "phase": phase}})
+    b.resource_version = a.resource_version + "0"
+    return b
+
+
 @settings(max_examples=300, deadline=None)
-@given(_events)
-def test_combined_handler_makes_the_filtered_pairs_calls(events: list[tuple[str, Any, Any]]) -> None:
-    combined, log_c = _handlers(True)
+@given(_events, st.booleans())
+def test_combined_handler_makes_the_filtered_pairs_calls(events: list[tuple[str, Any, Any]], fast: bool) -> None:
+    combined, log_c = _handlers(True, fast)
     reference, log_r = _handlers(False)
     assert len(combined) == 1 and len(reference) == 2
     not_a_pod = _NotAPod()
     for kind, a, b in events:
         a = not_a_pod if a is None else a
         b = not_a_pod if b is None else b
+        if kind == "status" and isinstance(a, Pod):
+            kind, b = "update", _status_write(a, b.phase if isinstance(b, Pod) else "Running")
         for hs in (combined, reference):
             for h in hs:
                 if kind == "add":
                     h.add(a)
-                elif kind == "update":
+                elif kind in ("update", "status"):
                     h.update(a, b)
                 elif kind == "delete":
                     h.delete(a)
@@ -166,6 +178,8 @@ def _report(directory: Path) -> str:
 def test_whole_simulations_report_the_same_either_way(tmp_path: Path, monkeypatch: Any) -> None:
     generate(tmp_path, nodes=12, pods=240, apps=8, seed=5)
     fast = _report(tmp_path)
+    monkeypatch.setattr(eventhandlers, "FAST_POD_UPDATES", False)
+    assert _report(tmp_path) == fast  # the combined handler's general path
     monkeypatch.setattr(eventhandlers, "COMBINED_POD_HANDLERS", False)
     reference = _report(tmp_path)
     assert fast == reference

@@ -9,7 +9,9 @@ preemption made is reserved here too, as one scheduler reserves it for a pod in 
 
 Divergence: upstream registers the assigned-pod and unscheduled-pod handlers as two filtered
 handlers; here (``COMBINED_POD_HANDLERS``) they are one handler that decides both filters from one
-read of the pod and makes the same calls in the same order (the filtered pair is the reference)."""
+read of the pod and makes the same calls in the same order (the filtered pair is the reference);
+its updates of a pod's binding and status writes take short paths (``FAST_POD_UPDATES``, the
+combined handler's general path the reference)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ksched.api.node import Node
-from ksched.api.pod import Pod
+from ksched.api.pod import PHASE_FAILED, PHASE_SUCCEEDED, Pod
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler
 from ksched.scheduler.cache.cache import Cache, CacheError
 from ksched.scheduler.framework.events import (
@@ -44,6 +46,17 @@ log = logging.getLogger(__name__)
 # filtered handlers (the reference, upstream's pair of FilteringResourceEventHandlers). Read
 # when the handlers are added.
 COMBINED_POD_HANDLERS = True
+
+# The combined handler's update of a Pod pair (``COMBINED_POD_HANDLERS``) taking the two updates
+# every pod sees -- its binding (no node -> a node) and its status writes (a node both times) --
+# by their own short paths: the phase read for terminality, the unscheduled-pod test not made for
+# a pod on a node, an assigned pod's status write known to be ``UPDATE_POD_OTHER`` without
+# ``_assigned_update_action``, and a profile without waiting pods not asked to reject one (it
+# answers False, nothing else). False: the combined handler's general path for every update (the
+# reference). Read when the handlers are added.
+FAST_POD_UPDATES = True
+
+_TERMINAL_PHASES = (PHASE_SUCCEEDED, PHASE_FAILED)  # Pod.is_terminal's
 
 
 def _unwrap(obj: Any) -> Any:
@@ -238,7 +251,65 @@ def add_all_event_handlers(sched: EventTarget) -> None:
             cache_handler.delete(obj)
             queue_handler.delete(obj)
 
-        pods.add_handler(EventHandler(on_add, on_update, on_delete))
+        def update_pod_in_cache_fast(old: Pod, new: Pod) -> None:
+            """``update_pod_in_cache`` of two Pods."""
+            if old.resource_version == new.resource_version:
+                return
+            try:
+                sched.cache.update_pod(old, new)
+            except CacheError as e:
+                log.error("scheduler cache update_pod failed: %s", e)
+            if old.labels is new.labels and old.containers is new.containers \
+                    and old.init_containers is new.init_containers and old.overhead is new.overhead \
+                    and old.pod_level_requests is new.pod_level_requests:
+                # _assigned_update_action's first answer (a status write), without the call.
+                action = ActionType.UPDATE_POD_OTHER
+            else:
+                action = _assigned_update_action(old, new)
+            known = _ASSIGNED_POD_UPDATE.get(action)
+            if known is None:
+                known = _ASSIGNED_POD_UPDATE[action] = (
+                    ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"),
+                    bool(action & ActionType.UPDATE_POD_SCALE_DOWN))
+            ev, scale_down = known
+            if scale_down:
+                sched.queue.move_all_to_active_or_backoff(ev, old, new)
+            else:
+                sched.queue.assigned_pod_added(new, ev)
+
+        def on_update_fast(old: Any, new: Any) -> None:
+            """``on_update``: the same calls in the same order."""
+            if type(old) is not Pod or type(new) is not Pod:
+                on_update(old, new)
+                return
+            new_node = new.node_name
+            if not new_node:
+                on_update(old, new)
+                return
+            # On a node now: unscheduled(new) is false, and so is the queue's add.
+            terminal = _TERMINAL_PHASES
+            new_live = new.phase not in terminal
+            if old.node_name:
+                # A node both times (a status write): neither is unscheduled, only the cache's part.
+                if old.phase not in terminal:
+                    if new_live:
+                        update_pod_in_cache_fast(old, new)
+                    else:
+                        delete_pod_from_cache(old)
+                elif new_live:
+                    add_pod_to_cache(new)
+                return
+            # Bound (no node before): assigned(old) is false.
+            if new_live:
+                add_pod_to_cache(new)
+            if old.phase not in terminal and old.scheduler_name in sched.profiles:
+                # delete_pod_from_queue(old), for a Pod.
+                sched.queue.delete(old)
+                for fw in sched.profiles.values():
+                    if fw.waiting_pods:
+                        fw.reject_waiting_pod(old.uid or old.key, "", "pod deleted")
+
+        pods.add_handler(EventHandler(on_add, on_update_fast if FAST_POD_UPDATES else on_update, on_delete))
 
     # Nodes -> cache, and wake pods a node change may help.
     def add_node(node: Node) -> None:
