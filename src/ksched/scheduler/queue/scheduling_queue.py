@@ -35,6 +35,15 @@ from ksched.scheduler.queue.nominator import Nominator
 
 __all__ = ["PriorityQueue", "QueueingHintEntry"]
 
+# The queue's per-pod operations of a pod that goes straight through (``pop`` from a non-empty
+# activeQ with nothing backing off and no hold, ``done``, ``add`` of a new pod) with their
+# helpers (``_clean_head``, ``_qpi_of``, ``_uid``, ``_entry_current``, ``_push_active``) written
+# out, and ``_trim_events`` not called while no pod is in flight and no event kept (it has nothing
+# to do then); False: every call the reference's way (``_pop_reference``, ``_done_reference``,
+# ``_add_reference``). The same queue state, order and calls to ``on_change``, ``pre_enqueue``
+# and ``sort_key``.
+FAST_QUEUE = True
+
 DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
@@ -193,6 +202,47 @@ class PriorityQueue:
 
     def add(self, pod: Pod) -> QueuedPodInfo:
         """A new unscheduled pod: to activeQ, or held in unschedulable pods while gated."""
+        if not FAST_QUEUE:
+            return self._add_reference(pod)
+        uid = pod.uid or pod.key
+        pods = self.pods
+        existing = pods.get(uid)
+        if existing is not None:
+            self.update(existing.pod, pod)
+            return existing
+        qpi = self.new_queued_pod_info(pod)
+        pods[uid] = qpi
+        pre_enqueue = self.pre_enqueue
+        if pre_enqueue is None:  # _run_pre_enqueue
+            qpi.gated = False
+            admitted = True
+        else:
+            st = pre_enqueue(pod)
+            if st is None or st.is_success():
+                qpi.gated = False
+                qpi.gating_plugin = ""
+                admitted = True
+            else:
+                qpi.gated = True
+                qpi.gating_plugin = st.plugin
+                admitted = False
+        if admitted:
+            qpi.where = ACTIVE  # _push_active(qpi), with _entry(qpi)
+            seq = next(self._seq)
+            qpi.seq = seq
+            sort_key = self.sort_key
+            heapq.heappush(self._active, (sort_key(qpi), seq, qpi) if sort_key is not None
+                           else _Key(self.less, qpi, seq))
+            if self.on_change is not None:
+                self.on_change()
+        else:
+            qpi.where = UNSCHEDULABLE
+            self.unschedulable[uid] = qpi
+        if pod.nominated_node_name:
+            self.nominator.add(qpi.pod_info)
+        return qpi
+
+    def _add_reference(self, pod: Pod) -> QueuedPodInfo:
         uid = self._uid(pod)
         existing = self.pods.get(uid)
         if existing is not None:
@@ -291,6 +341,43 @@ class PriorityQueue:
     def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule, or None when there is none (non-blocking). With
         SchedulerPopFromBackoffQ, an empty activeQ yields the head of backoffQ."""
+        if FAST_QUEUE and self._active and not self._backoff and not self._error_backoff and self.hold is None:
+            # flush_backoff_completed has nothing to flush (it reads the clock, no more).
+            active = self._active
+            pods = self.pods
+            while active:  # _clean_head(active, False)
+                e = active[0]
+                if isinstance(e, tuple):
+                    qpi = e[2]
+                    seq = e[1]
+                else:
+                    qpi = e.qpi
+                    seq = e.seq
+                if qpi.where == ACTIVE:
+                    pod = qpi.pod_info.pod
+                    if pods.get(pod.uid or pod.key) is qpi and qpi.seq == seq:
+                        break
+                heapq.heappop(active)
+            if active:
+                e = heapq.heappop(active)
+                qpi = e[2] if isinstance(e, tuple) else e.qpi
+                pod = qpi.pod_info.pod
+                uid = pod.uid or pod.key
+                qpi.where = INFLIGHT
+                qpi.attempts += 1
+                if qpi.initial_attempt_timestamp is None:
+                    qpi.initial_attempt_timestamp = self.clock.now()
+                qpi.backoff_expiration = None
+                self.scheduling_cycle += 1
+                self.in_flight[uid] = qpi
+                start = self._in_flight_start
+                start.pop(uid, None)
+                start[uid] = self._events_base + len(self._in_flight_events)
+                return qpi
+            # (activeQ held only stale entries: the reference's way finds nothing either.)
+        return self._pop_reference()
+
+    def _pop_reference(self) -> QueuedPodInfo | None:
         self.flush_backoff_completed()
         self._clean_head(self._active, False)
         hold = self.hold
@@ -321,6 +408,21 @@ class PriorityQueue:
     def done(self, pod: Pod) -> None:
         """The pod's scheduling attempt is over (its binding cycle got past Permit). The pod
         stays known until the informer reports it bound or deleted, or it is handed back."""
+        if not FAST_QUEUE:
+            self._done_reference(pod)
+            return
+        uid = pod.uid or pod.key
+        self.in_flight.pop(uid, None)
+        start = self._in_flight_start
+        start.pop(uid, None)
+        qpi = self.pods.get(uid)
+        if qpi is not None and qpi.where == INFLIGHT:
+            qpi.where = ""
+        if start or self._in_flight_events:
+            self._trim_events()
+        # (else _trim_events adds 0 to _events_base and clears an empty list)
+
+    def _done_reference(self, pod: Pod) -> None:
         uid = self._uid(pod)
         self.in_flight.pop(uid, None)
         self._in_flight_start.pop(uid, None)
