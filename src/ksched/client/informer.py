@@ -737,8 +737,19 @@ class SharedInformer:
             items = indexer.items
             old = items.get(key)
             items[key] = obj
-            if indexer._indices:
-                indexer._reindex(key, old, obj)
+            indices = indexer._indices
+            if indices:
+                if old is None:
+                    indexer._index(key, obj)
+                else:
+                    # Indexer._reindex of an update, inline.
+                    indexers = indexer._indexers
+                    for name, idx in indices.items():
+                        fn = indexers[name]
+                        before, after = fn(old), fn(obj)
+                        if before != after:
+                            indexer._drop(idx, key, before)
+                            indexer._put(idx, key, after)
         if old is None:
             self._added(obj)
         elif dtype is UPDATED or old.resource_version != obj.resource_version:

@@ -6,6 +6,9 @@ the nominator.
 
 Every timer reads the clock; ``next_wakeup`` says when the queue next has work for a loop
 driven by a virtual clock.
+
+Fast path: ``FAST_QUEUE`` (a pod's pop, done and add written out; the reference behind it,
+``tests/scheduler/queue/test_queue_fast_ops.py`` checks they agree).
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ __all__ = ["PriorityQueue", "QueueingHintEntry"]
 # The queue's per-pod operations of a pod that goes straight through (``pop`` from a non-empty
 # activeQ with nothing backing off and no hold, ``done``, ``add`` of a new pod) with their
 # helpers (``_clean_head``, ``_qpi_of``, ``_uid``, ``_entry_current``, ``_push_active``) written
-# out, and ``_trim_events`` not called while no pod is in flight and no event kept (it has nothing
-# to do then); False: every call the reference's way (``_pop_reference``, ``_done_reference``,
+# out, ``_trim_events`` not called while no pod is in flight and no event kept, and
+# ``flush_backoff_completed`` returning at once with nothing backing off (they have nothing to do
+# then); False: every call the reference's way (``_pop_reference``, ``_done_reference``,
 # ``_add_reference``). The same queue state, order and calls to ``on_change``, ``pre_enqueue``
 # and ``sort_key``.
 FAST_QUEUE = True
@@ -612,6 +616,8 @@ class PriorityQueue:
     # ---------------------------------------------------------------- timers
 
     def flush_backoff_completed(self) -> int:
+        if FAST_QUEUE and not self._backoff and not self._error_backoff:
+            return 0  # (every scheduling step asks; the clock's reading has no effect)
         now = self.clock.now()
         moved = 0
         for heap in (self._backoff, self._error_backoff):
