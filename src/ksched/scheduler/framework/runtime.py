@@ -8,6 +8,7 @@ different values make the pod unsignable (upstream keeps the last)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from collections.abc import Callable
@@ -55,12 +56,22 @@ from ksched.scheduler.framework.interface import (
 from ksched.scheduler.framework.rowcache import RowResultCache
 from ksched.scheduler.framework.signers import SCHEDULER_NAME_SIGNER_NAME
 from ksched.scheduler.framework.status import Code, Diagnosis, Status, WaitUntil
+from ksched.scheduler.framework.template import template_cache
 from ksched.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from ksched.scheduler.plugins.registry import Registry
 
 # (Read as locals in the per-cycle loops.)
 _SKIP_CODE = Code.SKIP
 _SUCCESS_CODE = Code.SUCCESS
+_NO_NAMES: frozenset[str] = frozenset()
+
+# PreFilter and PreScore plugins that say, from the pod's template alone, that they would Skip
+# it (``pre_filter_skips(pod)`` / ``pre_score_skips(pod)``: True only when the call would do
+# nothing but return Skip) are not called: a plain pod's NodePorts, NodeAffinity and volume
+# plugins. False: every plugin called in every cycle (the reference,
+# tests/scheduler/framework/test_runtime_template_skips.py).
+TEMPLATE_SKIPS = True
+_FRAMEWORK_SERIALS = itertools.count(1)
 
 if TYPE_CHECKING:
     from ksched.scheduler.cache.snapshot import Snapshot
@@ -169,6 +180,10 @@ class Framework:
         # Per set of skipped plugins: the Filter plugins by form, and the Score plan (see
         # filter_plan, score_plan); a cycle's skip set is one of few.
         self._plans: dict[tuple[Any, ...], Any] = {}
+        # TEMPLATE_SKIPS: this framework's name in template dicts (never reused), and per
+        # (extension point, mask of skipping plugins) the plugins to call and the skipped names.
+        self._serial = next(_FRAMEWORK_SERIALS)
+        self._skip_plans: dict[tuple[str, int], tuple[list[Any], frozenset[str]]] = {}
         self._zero_scorers: list[ScorePlugin] | None = None  # the ZeroScore plugins, found on first use
         self._uniform_scorers: list[tuple[ScorePlugin, int]] | None = None  # UniformScore plugins, weights
         # The Filter walk's first-window attempts (feasible_nodes.py): [cycles to skip after the
@@ -421,18 +436,57 @@ class Framework:
 
     # ---------------------------------------------------------------- PreFilter
 
+    def _template_plan(self, point: str, plugins: list[Any], method: str, pod: Pod) -> tuple[list[Any], frozenset[str]]:
+        """For ``TEMPLATE_SKIPS``: (the plugins of ``point`` to run for this pod, in order; the
+        names of those whose ``method(pod)`` says they would Skip it). Which plugins skip is
+        kept in the pod's template dict as a bit mask under this framework's serial number (the
+        dict outlives the simulation, so it holds no plugin); the plan of each mask is kept here."""
+        t = template_cache(pod)
+        key = (point, self._serial)
+        mask = t.get(key)
+        if mask is None:
+            mask = 0
+            for i, p in enumerate(plugins):
+                f = getattr(p, method, None)
+                if f is not None and f(pod):
+                    mask |= 1 << i
+            t[key] = mask
+        plan = self._skip_plans.get((point, mask))
+        if plan is None:
+            plan = self._skip_plans[(point, mask)] = (
+                [p for i, p in enumerate(plugins) if not mask >> i & 1],
+                frozenset(p.name for i, p in enumerate(plugins) if mask >> i & 1))
+        return plan  # type: ignore[no-any-return]
+
+    def _skipped_before(self, skipped: set[str], plugin: Any) -> set[str]:
+        """Of a template plan's ``skipped`` names, those of the PreFilter plugins before
+        ``plugin``: the skip set the reference loop had built when ``plugin`` stopped it."""
+        plugins = self.pre_filter_plugins
+        before = {p.name for p in plugins[:plugins.index(plugin)]}
+        return {n for n in skipped if n in before}
+
     def run_pre_filter(self, state: CycleState, pod: Pod,
                        nodes: NodeList) -> tuple[PreFilterResult | None, Status | None, list[str]]:
         """(merged node subset, status, plugins that narrowed the nodes). As upstream, an
         Unschedulable status does not stop the other PreFilter plugins (preemption needs their
-        state, k/k#119770); UnschedulableAndUnresolvable and errors do."""
+        state, k/k#119770); UnschedulableAndUnresolvable and errors do.
+
+        ``TEMPLATE_SKIPS``: the plugins that say (``pre_filter_skips``) they Skip every pod of
+        the pod's template are not called; their names are in the skip set from the start
+        (cut back to those before the stopping plugin if one stops the loop, as the reference)."""
         result: PreFilterResult | None = None
         narrowing: list[str] = []
-        skipped: set[str] = set()
+        plugins: list[Any] = self.pre_filter_plugins
+        if TEMPLATE_SKIPS:
+            plugins, pre_skipped = self._template_plan("preFilter", plugins, "pre_filter_skips", pod)
+            skipped: set[str] = set(pre_skipped)
+        else:
+            pre_skipped = _NO_NAMES
+            skipped = set()
         state.skip_filter_plugins = skipped
         rejected: Status | None = None
         skip, success = _SKIP_CODE, _SUCCESS_CODE
-        for p in self.pre_filter_plugins:
+        for p in plugins:
             r, st = p.pre_filter(state, pod, nodes)
             if st is None:
                 pass
@@ -445,6 +499,8 @@ class Framework:
                     if rejected is None:
                         rejected = st
                     continue
+                if pre_skipped:
+                    state.skip_filter_plugins = self._skipped_before(skipped, p)
                 if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return None, st, []
                 return None, st, []
@@ -452,6 +508,8 @@ class Framework:
                 narrowing.append(p.name)
                 result = r if result is None else result.merge(r)
                 if result.node_names is not None and not result.node_names:
+                    if pre_skipped:
+                        state.skip_filter_plugins = self._skipped_before(skipped, p)
                     names = sorted(narrowing)
                     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously" \
                         if len(names) > 1 else "node(s) didn't satisfy plugin " + names[0]
@@ -558,9 +616,17 @@ class Framework:
     # ---------------------------------------------------------------- PreScore / Score
 
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
-        skipped: set[str] = set()
+        """``TEMPLATE_SKIPS``: the plugins that say (``pre_score_skips``) they Skip every pod of
+        the pod's template are not called; their names are in the skip set from the start (the
+        set is the cycle's only when every plugin ran, as the reference's)."""
+        plugins: list[Any] = self.points["preScore"]
+        if TEMPLATE_SKIPS:
+            plugins, pre_skipped = self._template_plan("preScore", plugins, "pre_score_skips", pod)
+            skipped: set[str] = set(pre_skipped)
+        else:
+            skipped = set()
         skip, success = _SKIP_CODE, _SUCCESS_CODE
-        for p in self.points["preScore"]:
+        for p in plugins:
             st = p.pre_score(state, pod, nodes)
             if st is None:
                 continue

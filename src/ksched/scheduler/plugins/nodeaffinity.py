@@ -136,6 +136,14 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
 
     # ---------------------------------------------------------------- PreFilter
 
+    def pre_filter_skips(self, pod: Pod) -> bool:
+        """PreFilter skips a pod without required node affinity or nodeSelector when the plugin
+        adds none (the pod's spec and the plugin's arguments alone; the runtime's
+        ``TEMPLATE_SKIPS``)."""
+        aff = pod.affinity
+        na = aff.node_affinity if aff is not None else None
+        return (na is None or na.required is None) and self.added_node_selector is None and not pod.node_selector
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         aff = pod.affinity
@@ -196,6 +204,11 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
         return mask
 
     # ---------------------------------------------------------------- PreScore / Score
+
+    def pre_score_skips(self, pod: Pod) -> bool:
+        """PreScore skips a pod without preferred node affinity when the plugin adds none (the
+        pod's spec and the plugin's arguments alone; the runtime's ``TEMPLATE_SKIPS``)."""
+        return _pod_preferred(pod) is None and self.added_pref_sched_terms is None
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         pref = _pod_preferred(pod)

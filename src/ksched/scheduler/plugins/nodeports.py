@@ -93,6 +93,11 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, RowLocal, Vect
         with its protocol and host IP, which Filter compares too)."""
         return [SignFragment(HOST_PORTS_SIGNER_NAME, host_ports_signer(pod))], None
 
+    def pre_filter_skips(self, pod: Pod) -> bool:
+        """PreFilter skips a pod without host ports (a function of its spec alone; the runtime's
+        ``TEMPLATE_SKIPS``)."""
+        return not _wanted_ports(pod)
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         want = _wanted_ports(pod)

@@ -234,6 +234,13 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Vectori
 
     # ---- PreFilter ------------------------------------------------------------------------
 
+    def pre_filter_skips(self, pod: Pod) -> bool:
+        """PreFilter skips a pod without claim-backed, ephemeral or migratable in-tree volumes
+        (its test below, a function of the pod's volume specs alone; the runtime's
+        ``TEMPLATE_SKIPS``)."""
+        return not any(v.raw.get("persistentVolumeClaim") is not None or v.ephemeral or in_tree_plugin_of(v.raw)
+                       for v in pod.volumes)
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         for v in pod.volumes:

@@ -162,6 +162,11 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
 
     # ---- PreFilter ------------------------------------------------------------------------
 
+    def pre_filter_skips(self, pod: Pod) -> bool:
+        """PreFilter skips a pod without volumes (nothing to check, no claims to look up; the
+        runtime's ``TEMPLATE_SKIPS``)."""
+        return not pod.volumes
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         needs_check = False

@@ -167,6 +167,11 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
             out.extend(pv_topologies(pv))
         return out, None
 
+    def pre_filter_skips(self, pod: Pod) -> bool:
+        """PreFilter skips a pod without PersistentVolumeClaim volumes (no claim to look up, no
+        topology; the runtime's ``TEMPLATE_SKIPS``)."""
+        return not _pvc_names(pod)
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         tops, st = self._pv_topologies_of(pod)

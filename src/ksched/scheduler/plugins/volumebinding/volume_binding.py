@@ -248,6 +248,11 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
 
     # ---- PreScore / Score -------------------------------------------------------------------
 
+    def pre_score_skips(self, pod: Pod) -> bool:
+        """PreScore skips every pod without a scoring shape (the plugin's arguments alone; the
+        runtime's ``TEMPLATE_SKIPS``)."""
+        return self._shape is None
+
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         if self._shape is None:
             return Status.skip()
