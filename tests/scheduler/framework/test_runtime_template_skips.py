@@ -3,9 +3,11 @@ against the reference (every plugin called in every cycle).
 
 The contract first: whenever a plugin's ``pre_filter_skips(pod)`` / ``pre_score_skips(pod)``
 says True, its ``pre_filter`` / ``pre_score`` returns Skip and writes nothing to the cycle
-state, for pods of every shape (host ports, volumes of every kind, node selectors, required
-and preferred node affinity) and plugin arguments (NodeAffinity's addedAffinity, VolumeBinding's
-shape). Then the runtime: ``run_pre_filter`` and ``run_pre_score`` give the same results,
+state; whenever its ``pre_filter_template_state(pod)`` / ``pre_score_template_state(pod)``
+gives (key, value), the call succeeds having written that very value under that key and
+nothing else; for pods of every shape (requests of core and extended resources or none, host
+ports, volumes of every kind, node selectors, required and preferred node affinity) and plugin
+arguments (NodeAffinity's addedAffinity, VolumeBinding's shape). Then the runtime: ``run_pre_filter`` and ``run_pre_score`` give the same results,
 statuses, narrowing plugins, skip sets and state keys with the flag on and off, also when a
 plugin stops PreFilter early (the skip set is then the reference's partial one). Last, whole
 simulations place every pod alike and record the same events with the flag on and off."""
@@ -68,13 +70,19 @@ def _config(added: bool, shape: bool) -> SchedulerConfiguration | None:
     return parse_configuration({"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": args}]})
 
 
-def _pod(name: str, ports: bool, volumes: list[int], selector: bool, required: int, preferred: int) -> Pod:
+_REQUESTS: list[dict[str, str]] = [{"cpu": "100m"}, {}, {"memory": "64Mi", "example.com/foo": "1"}]
+
+
+def _pod(name: str, ports: bool, volumes: list[int], selector: bool, required: int, preferred: int,
+         requests: int = 0) -> Pod:
     affinity: dict[str, Any] = {}
     if _REQUIRED[required] is not None:
         affinity["requiredDuringSchedulingIgnoredDuringExecution"] = _REQUIRED[required]
     if _PREFERRED[preferred] is not None:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = _PREFERRED[preferred]
-    return make_pod(name, labels={"app": name}, requests={"cpu": "100m"}, host_ports=(8080,) if ports else (),
+    req = _REQUESTS[requests]
+    limits = {k: v for k, v in req.items() if "/" in k} or None
+    return make_pod(name, labels={"app": name}, requests=req, limits=limits, host_ports=(8080,) if ports else (),
                     volumes=[_VOLUMES[i] for i in volumes] or None, node_selector={"pool": "a"} if selector else None,
                     affinity={"nodeAffinity": affinity} if affinity else None)
 
@@ -92,7 +100,8 @@ def _framework(added: bool, shape: bool) -> tuple[Simulation, Framework]:
 
 
 _shapes = st.tuples(st.booleans(), st.lists(st.sampled_from(range(len(_VOLUMES))), max_size=2, unique=True),
-                    st.booleans(), st.sampled_from(range(len(_REQUIRED))), st.sampled_from(range(len(_PREFERRED))))
+                    st.booleans(), st.sampled_from(range(len(_REQUIRED))), st.sampled_from(range(len(_PREFERRED))),
+                    st.sampled_from(range(len(_REQUESTS))))
 
 
 def _status(s: Status | None) -> Any:
@@ -112,12 +121,26 @@ def test_skipping_plugins_skip_without_writing_state(shapes: list[Any], added: b
                 r, got = p.pre_filter(state, pod, nodes)
                 assert r is None and got is not None and got.code == Code.SKIP, p.name
                 assert not state._data, p.name
+            elif getattr(p, "pre_filter_template_state", None) is not None:
+                w = p.pre_filter_template_state(pod)  # type: ignore[attr-defined]
+                if w is not None:
+                    state = CycleState()
+                    r, got = p.pre_filter(state, pod, nodes)
+                    assert r is None and (got is None or got.code == Code.SUCCESS), p.name
+                    assert list(state._data) == [w[0]] and state._data[w[0]] is w[1], p.name
         for p in fw.points["preScore"]:
             if getattr(p, "pre_score_skips", None) is not None and p.pre_score_skips(pod):
                 state = CycleState()
                 got = p.pre_score(state, pod, nodes)
                 assert got is not None and got.code == Code.SKIP, p.name
                 assert not state._data, p.name
+            elif getattr(p, "pre_score_template_state", None) is not None:
+                w = p.pre_score_template_state(pod)
+                if w is not None:
+                    state = CycleState()
+                    got = p.pre_score(state, pod, nodes)
+                    assert got is None or got.code == Code.SUCCESS, p.name
+                    assert list(state._data) == [w[0]] and state._data[w[0]] is w[1], p.name
 
 
 def _cycle(fw: Framework, pod: Pod) -> Any:
@@ -125,11 +148,19 @@ def _cycle(fw: Framework, pod: Pod) -> Any:
     nodes = fw.snapshot.all_nodes()
     res, st_, narrowing = fw.run_pre_filter(state, pod, nodes)
     out: list[Any] = [None if res is None else res.node_names, _status(st_), narrowing,
-                      sorted(state.skip_filter_plugins), sorted(state._data)]
+                      sorted(state.skip_filter_plugins), _data(state)]
     if st_ is None:
         out.append(_status(fw.run_pre_score(state, pod, nodes)))
-        out += [sorted(state.skip_score_plugins), sorted(state._data)]
+        out += [sorted(state.skip_score_plugins), _data(state)]
     return out
+
+
+def _data(state: CycleState) -> list[tuple[str, Any]]:
+    """The state's keys, in order of writing, with the value where it is a tuple (of the
+    template) and the value's type otherwise (the contract test holds the template's values to
+    identity)."""
+    return [(k, v if isinstance(v, tuple) else (type(v).__module__, type(v).__qualname__))
+            for k, v in state._data.items()]
 
 
 @settings(max_examples=40, deadline=None)
@@ -158,7 +189,9 @@ def test_plain_pods_call_only_the_plugins_that_may_not_skip() -> None:
         p.pre_filter = counting  # type: ignore[method-assign]
     state = CycleState()
     fw.run_pre_filter(state, _pod("plain", False, [], False, 0, 0), fw.snapshot.all_nodes())
-    assert not {"NodePorts", "NodeAffinity", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"} & set(called)
+    assert not {"NodePorts", "NodeAffinity", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone",
+                "NodeResourcesFit"} & set(called)
+    assert "PreFilterNodeResourcesFit" in state._data
     assert {"NodePorts", "NodeAffinity", "VolumeRestrictions", "NodeVolumeLimits",
             "VolumeZone"} <= state.skip_filter_plugins
     # Stopped early by NodeAffinity: only the plugins before it are in the skip set, as the reference.
@@ -170,10 +203,12 @@ def test_plain_pods_call_only_the_plugins_that_may_not_skip() -> None:
 
 def _cluster(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(seed)
-    nodes = [make_node(f"n{i}", cpu=rng.choice(["1", "2"]), labels={"pool": rng.choice("ab")}).raw
+    nodes = [make_node(f"n{i}", cpu=rng.choice(["1", "2"]), labels={"pool": rng.choice("ab")},
+                       allocatable={"example.com/foo": "2"} if rng.random() < 0.5 else None).raw
              for i in range(rng.randint(3, 10))]
     shapes = [(rng.random() < 0.3, rng.sample([0, 1, 5], rng.randint(0, 1)), rng.random() < 0.3,
-               rng.choice([0, 0, 1, 2, 3]), rng.choice([0, 1])) for _ in range(rng.randint(2, 5))]
+               rng.choice([0, 0, 1, 2, 3]), rng.choice([0, 1]), rng.choice([0, 0, 1, 2]))
+              for _ in range(rng.randint(2, 5))]
     pods = []
     for i in range(rng.randint(10, 40)):
         p = _pod(f"p{i}", *rng.choice(shapes)).raw

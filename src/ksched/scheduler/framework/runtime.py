@@ -68,9 +68,14 @@ _NO_NAMES: frozenset[str] = frozenset()
 # PreFilter and PreScore plugins that say, from the pod's template alone, that they would Skip
 # it (``pre_filter_skips(pod)`` / ``pre_score_skips(pod)``: True only when the call would do
 # nothing but return Skip) are not called: a plain pod's NodePorts, NodeAffinity and volume
-# plugins. False: every plugin called in every cycle (the reference,
-# tests/scheduler/framework/test_runtime_template_skips.py).
+# plugins. Nor are those whose call would do nothing but write one state value of the template
+# and succeed (``pre_filter_template_state(pod)`` / ``pre_score_template_state(pod)``: that
+# (key, value), else None): the runtime writes it in their place (NodeResourcesFit,
+# BalancedAllocation, TaintToleration). False: every plugin called in every cycle (the
+# reference, tests/scheduler/framework/test_runtime_template_skips.py).
 TEMPLATE_SKIPS = True
+_TEMPLATE_METHODS = {"preFilter": ("pre_filter_skips", "pre_filter_template_state"),
+                     "preScore": ("pre_score_skips", "pre_score_template_state")}
 _FRAMEWORK_SERIALS = itertools.count(1)
 
 if TYPE_CHECKING:
@@ -181,9 +186,10 @@ class Framework:
         # filter_plan, score_plan); a cycle's skip set is one of few.
         self._plans: dict[tuple[Any, ...], Any] = {}
         # TEMPLATE_SKIPS: this framework's name in template dicts (never reused), and per
-        # (extension point, mask of skipping plugins) the plugins to call and the skipped names.
+        # (extension point, mask of skipping plugins, mask of writing ones) the steps and the
+        # skipped names.
         self._serial = next(_FRAMEWORK_SERIALS)
-        self._skip_plans: dict[tuple[str, int], tuple[list[Any], frozenset[str]]] = {}
+        self._skip_plans: dict[tuple[str, int, int], tuple[list[Any], frozenset[str]]] = {}
         self._zero_scorers: list[ScorePlugin] | None = None  # the ZeroScore plugins, found on first use
         self._uniform_scorers: list[tuple[ScorePlugin, int]] | None = None  # UniformScore plugins, weights
         # The Filter walk's first-window attempts (feasible_nodes.py): [cycles to skip after the
@@ -436,27 +442,41 @@ class Framework:
 
     # ---------------------------------------------------------------- PreFilter
 
-    def _template_plan(self, point: str, plugins: list[Any], method: str, pod: Pod) -> tuple[list[Any], frozenset[str]]:
-        """For ``TEMPLATE_SKIPS``: (the plugins of ``point`` to run for this pod, in order; the
-        names of those whose ``method(pod)`` says they would Skip it). Which plugins skip is
-        kept in the pod's template dict as a bit mask under this framework's serial number (the
-        dict outlives the simulation, so it holds no plugin); the plan of each mask is kept here."""
+    def _template_plan(self, point: str, plugins: list[Any], pod: Pod) -> tuple[list[Any], frozenset[str],
+                                                                             tuple[tuple[str, Any], ...]]:
+        """For ``TEMPLATE_SKIPS``: (the steps of ``point`` for this pod, in the plugins' order:
+        a plugin to call, or None where a plugin's call comes down to a state write, the next of
+        the writes; the names of the plugins that Skip the pod; the writes, (key, value) in
+        order). A plugin Skips when its ``<point>_skips(pod)`` says so and comes down to a write
+        when its ``<point>_template_state(pod)`` gives one. Which plugins do either is kept in
+        the pod's template dict as two bit masks, with the writes, under this framework's serial
+        number (the dict outlives the simulation: it holds no plugin); the steps of each pair of
+        masks are kept here."""
         t = template_cache(pod)
         key = (point, self._serial)
-        mask = t.get(key)
-        if mask is None:
-            mask = 0
+        got = t.get(key)
+        if got is None:
+            skips_m, state_m = _TEMPLATE_METHODS[point]
+            skip_mask = write_mask = 0
+            writes: list[tuple[str, Any]] = []
             for i, p in enumerate(plugins):
-                f = getattr(p, method, None)
+                f = getattr(p, skips_m, None)
                 if f is not None and f(pod):
-                    mask |= 1 << i
-            t[key] = mask
-        plan = self._skip_plans.get((point, mask))
+                    skip_mask |= 1 << i
+                    continue
+                f = getattr(p, state_m, None)
+                w = f(pod) if f is not None else None
+                if w is not None:
+                    write_mask |= 1 << i
+                    writes.append(w)
+            got = t[key] = (skip_mask, write_mask, tuple(writes))
+        skip_mask, write_mask, writes_t = got
+        plan = self._skip_plans.get((point, skip_mask, write_mask))
         if plan is None:
-            plan = self._skip_plans[(point, mask)] = (
-                [p for i, p in enumerate(plugins) if not mask >> i & 1],
-                frozenset(p.name for i, p in enumerate(plugins) if mask >> i & 1))
-        return plan  # type: ignore[no-any-return]
+            plan = self._skip_plans[(point, skip_mask, write_mask)] = (
+                [None if write_mask >> i & 1 else p for i, p in enumerate(plugins) if not skip_mask >> i & 1],
+                frozenset(p.name for i, p in enumerate(plugins) if skip_mask >> i & 1))
+        return plan[0], plan[1], writes_t
 
     def _skipped_before(self, skipped: set[str], plugin: Any) -> set[str]:
         """Of a template plan's ``skipped`` names, those of the PreFilter plugins before
@@ -473,12 +493,15 @@ class Framework:
 
         ``TEMPLATE_SKIPS``: the plugins that say (``pre_filter_skips``) they Skip every pod of
         the pod's template are not called; their names are in the skip set from the start
-        (cut back to those before the stopping plugin if one stops the loop, as the reference)."""
+        (cut back to those before the stopping plugin if one stops the loop, as the reference).
+        Those that only write a state value of the template (``pre_filter_template_state``)
+        are not called either: the value is written in their turn."""
         result: PreFilterResult | None = None
         narrowing: list[str] = []
         plugins: list[Any] = self.pre_filter_plugins
+        writes: tuple[tuple[str, Any], ...] = ()
         if TEMPLATE_SKIPS:
-            plugins, pre_skipped = self._template_plan("preFilter", plugins, "pre_filter_skips", pod)
+            plugins, pre_skipped, writes = self._template_plan("preFilter", plugins, pod)
             skipped: set[str] = set(pre_skipped)
         else:
             pre_skipped = _NO_NAMES
@@ -486,7 +509,14 @@ class Framework:
         state.skip_filter_plugins = skipped
         rejected: Status | None = None
         skip, success = _SKIP_CODE, _SUCCESS_CODE
+        wi = 0
         for p in plugins:
+            if p is None:
+                # A plugin whose PreFilter only writes this template's state (and succeeds).
+                k, v = writes[wi]
+                state.write(k, v)
+                wi += 1
+                continue
             r, st = p.pre_filter(state, pod, nodes)
             if st is None:
                 pass
@@ -618,15 +648,25 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         """``TEMPLATE_SKIPS``: the plugins that say (``pre_score_skips``) they Skip every pod of
         the pod's template are not called; their names are in the skip set from the start (the
-        set is the cycle's only when every plugin ran, as the reference's)."""
+        set is the cycle's only when every plugin ran, as the reference's). Those that only
+        write a state value of the template (``pre_score_template_state``) are not called
+        either: the value is written in their turn."""
         plugins: list[Any] = self.points["preScore"]
+        writes: tuple[tuple[str, Any], ...] = ()
         if TEMPLATE_SKIPS:
-            plugins, pre_skipped = self._template_plan("preScore", plugins, "pre_score_skips", pod)
+            plugins, pre_skipped, writes = self._template_plan("preScore", plugins, pod)
             skipped: set[str] = set(pre_skipped)
         else:
             skipped = set()
         skip, success = _SKIP_CODE, _SUCCESS_CODE
+        wi = 0
         for p in plugins:
+            if p is None:
+                # A plugin whose PreScore only writes this template's state (and succeeds).
+                k, v = writes[wi]
+                state.write(k, v)
+                wi += 1
+                continue
             st = p.pre_score(state, pod, nodes)
             if st is None:
                 continue

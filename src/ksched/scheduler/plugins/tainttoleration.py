@@ -155,13 +155,21 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     # ---------------------------------------------------------------- PreScore / Score
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
+    @staticmethod
+    def _pre_score_value(pod: Pod) -> _PreScoreState:
         # Immutable, and a function of the tolerations alone: one per template.
         c = template_cache(pod)
         st = c.get("tainttoleration.prescore")
         if st is None:
             st = c["tainttoleration.prescore"] = _PreScoreState(prefer_no_schedule_tolerations(pod.tolerations))
-        state.write(PRE_SCORE_STATE_KEY, st)
+        return st  # type: ignore[no-any-return]
+
+    def pre_score_template_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """What PreScore writes: a value of the pod's template (the runtime's ``TEMPLATE_SKIPS``)."""
+        return PRE_SCORE_STATE_KEY, self._pre_score_value(pod)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, self._pre_score_value(pod))
         return None
 
     def _pre_score_state(self, state: CycleState) -> _PreScoreState | Status:

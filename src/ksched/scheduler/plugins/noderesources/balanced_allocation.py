@@ -198,6 +198,16 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin, RowLocal, VectorizedScore,
         super().__init__(args, handle)
         self.resources = parse_resources(self.args.get("resources"), "resources", weight_must_be_one=True)
 
+    def pre_score_skips(self, pod: Pod) -> bool:
+        """PreScore skips a pod that requests none of the resources (its template and the
+        plugin's arguments alone; the runtime's ``TEMPLATE_SKIPS``)."""
+        return not any(pod_request_list(pod, self.resources, True))
+
+    def pre_score_template_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """What PreScore writes for the other pods: a value of the template (``TEMPLATE_SKIPS``)."""
+        reqs = pod_request_list(pod, self.resources, True)
+        return (PRE_SCORE_STATE_KEY, reqs) if any(reqs) else None
+
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         reqs = pod_request_list(pod, self.resources, True)
         if not any(reqs):

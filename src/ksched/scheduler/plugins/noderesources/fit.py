@@ -339,6 +339,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         cache["dra.delegable"] = (resolver, checks, out or _NOTHING)
         return out or _NOTHING
 
+    def pre_filter_template_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """What PreFilter writes for a pod whose checked resources are all core ones (no
+        DeviceClass can stand for them): a value of its template and the plugin's arguments
+        (the runtime's ``TEMPLATE_SKIPS``); None for the others (their state reads DRA's)."""
+        s = self._pre_filter_state(pod)
+        return (PRE_FILTER_STATE_KEY, s) if s.core_only else None
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         s = self._pre_filter_state(pod)
@@ -451,6 +458,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if r is None:
             r = pod_request_list(pod, self.resources, False, pod_level=False)
         return r  # type: ignore[no-any-return]
+
+    def pre_score_template_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """What PreScore writes: a value of the pod's template and the plugin's arguments (the
+        runtime's ``TEMPLATE_SKIPS``)."""
+        return PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False, pod_level=False)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:
         # Upstream quirk (1.36): Fit's scorer is built without the PodLevelResources gate, so the
