@@ -5,7 +5,8 @@ The contract first: whenever a plugin's ``pre_filter_skips(pod)`` / ``pre_score_
 says True, its ``pre_filter`` / ``pre_score`` returns Skip and writes nothing to the cycle
 state; whenever its ``pre_filter_template_state(pod)`` / ``pre_score_template_state(pod)``
 gives (key, value), the call succeeds having written that very value under that key and
-nothing else; for pods of every shape (requests of core and extended resources or none, host
+nothing else; for pods of every shape (requests of core and extended resources, one of them a
+DeviceClass's, or none, host
 ports, volumes of every kind, node selectors, required and preferred node affinity) and plugin
 arguments (NodeAffinity's addedAffinity, VolumeBinding's shape). Then the runtime: ``run_pre_filter`` and ``run_pre_score`` give the same results,
 statuses, narrowing plugins, skip sets and state keys with the flag on and off, also when a
@@ -70,7 +71,9 @@ def _config(added: bool, shape: bool) -> SchedulerConfiguration | None:
     return parse_configuration({"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": args}]})
 
 
-_REQUESTS: list[dict[str, str]] = [{"cpu": "100m"}, {}, {"memory": "64Mi", "example.com/foo": "1"}]
+# The last one's extended resource is a DeviceClass's in _framework's cluster (DRA may provide it).
+_REQUESTS: list[dict[str, str]] = [{"cpu": "100m"}, {}, {"memory": "64Mi", "example.com/foo": "1"},
+                                   {"cpu": "100m", "example.com/bar": "1"}]
 
 
 def _pod(name: str, ports: bool, volumes: list[int], selector: bool, required: int, preferred: int,
@@ -92,7 +95,9 @@ def _framework(added: bool, shape: bool) -> tuple[Simulation, Framework]:
     nodes = [make_node(f"n{i}", labels={"pool": "ab"[i % 2]}).raw for i in range(4)]
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
            "spec": {"accessModes": ["ReadWriteOncePod"], "resources": {"requests": {"storage": "1Gi"}}}}
-    assert not sim.load([*nodes, pvc])
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "bar"},
+                    "spec": {"extendedResourceName": "example.com/bar"}}
+    assert not sim.load([*nodes, pvc, device_class])
     sim.run()
     fw = sim.scheduler.profiles["default-scheduler"]
     sim.scheduler.cache.update_snapshot(sim.scheduler.snapshot)
