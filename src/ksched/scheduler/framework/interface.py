@@ -231,7 +231,15 @@ class PreFilterExtensions(ABC):
 class PreFilterPlugin(Plugin):
     """Runs once per cycle before Filter: computes state for Filter (``state.write``), may
     narrow the candidate nodes (a PreFilterResult), may reject the pod on every node
-    (Unschedulable or UnschedulableAndUnresolvable), or Skip (its Filter then does not run)."""
+    (Unschedulable or UnschedulableAndUnresolvable), or Skip (its Filter then does not run).
+
+    Optionally, for the runtime's ``TEMPLATE_SKIPS``, functions of the pod's template
+    (``template_cache``: namespace, labels, spec) and the plugin's arguments alone, asked once
+    per template: ``pre_filter_skips(pod) -> bool``, True only when ``pre_filter`` would do
+    nothing but return Skip (the runtime then does not call it), and
+    ``pre_filter_template_state(pod) -> (key, value) | None``, a pair only when ``pre_filter``
+    would do nothing but ``state.write(key, value)`` of that very (immutable) value and succeed
+    (the runtime then writes it in the plugin's turn)."""
 
     @abstractmethod
     def pre_filter(self, state: CycleState, pod: Pod,
@@ -265,7 +273,8 @@ class PostFilterPlugin(Plugin):
 
 class PreScorePlugin(Plugin):
     """Runs once per cycle on the feasible nodes before Score; Skip turns the plugin's Score
-    off for this pod."""
+    off for this pod. Optionally ``pre_score_skips(pod)`` and ``pre_score_template_state(pod)``,
+    as :class:`PreFilterPlugin`'s ``pre_filter_skips`` and ``pre_filter_template_state``."""
 
     @abstractmethod
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeList) -> Status | None:

@@ -2,6 +2,10 @@
 expansion as upstream), and runs each extension point with upstream's contracts. Also signs
 pods (upstream's ``SignPod``) and holds the profile's opportunistic batch (``batch.py``).
 
+Fast path: ``TEMPLATE_SKIPS`` (PreFilter and PreScore plugins whose call, for every pod of a
+template, only Skips it or only writes one state value of the template are not called; see
+``PreFilterPlugin``).
+
 Divergences in ``sign_pod``: a plugin that refuses a pod is asked first the next time (the
 refusal decides alone, so the order is invisible), and two plugins giving one signer name
 different values make the pod unsignable (upstream keeps the last)."""
