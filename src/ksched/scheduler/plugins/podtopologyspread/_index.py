@@ -22,6 +22,9 @@ date from the rows that changed.
   moved by the domains a refresh touched and lent to the states read-only, so a hard hostname
   spread does not copy and reduce arrays of every node for each pod (``filtering.KEPT_COUNTS``
   off: the per-cycle arrays).
+- One changed row that stayed in its domain (a cycle's binding) moves that domain's sum alone
+  (``ONE_ROW_REFRESH``; off: the general row-by-row path). Whether every node carries a set of
+  keys is kept until the nodes change (``_RowCache.all_keyed``, read by PreScore).
 
 Divergences from upstream, knowingly:
 
@@ -151,6 +154,13 @@ def _fit(a: np.ndarray, n: int) -> np.ndarray:
 
 
 _MAX_INT32 = 2**31 - 1
+
+# One changed row (a cycle's binding: the common case) whose domain did not change moves that
+# domain's sum by the row's count difference on Python ints, and touches the PreFilter view only
+# when the count changed, instead of the general row-by-row path (list conversions, four NumPy
+# scalar updates, the view touched in any case); False: the general path (the reference,
+# tests/scheduler/plugins/podtopologyspread/test_podtopologyspread_one_row.py).
+ONE_ROW_REFRESH = True
 
 
 class _PreFilterView:
@@ -316,6 +326,22 @@ class _DomainSums:
             self.row_dom, self.row_cnt = dom, cnt
             self.view = None
             return
+        if ONE_ROW_REFRESH and changed.size == 1 and self.SCALAR_ROWS:
+            r = changed.item(0)
+            nd = row_dom.item(r)
+            rc = self.row_cnt
+            if nd == self.row_dom.item(r):
+                # Same domain (so ``sums`` already covers it; ``nodes`` is unchanged).
+                nc = counts.item(r)
+                diff = nc - rc.item(r)
+                if diff:
+                    sums = self.sums
+                    sums[nd] = sums.item(nd) + diff
+                    rc[r] = nc
+                    if self.view is not None:
+                        self.view.touch([nd], sums, self.nodes)
+                self.grow(size)
+                return
         if 0 < changed.size <= self.SCALAR_ROWS:
             # Python lists and ints for a row or two: a NumPy reduction or scalar read costs a
             # microsecond or more on arrays this small (the same int64 values either way).
@@ -380,6 +406,22 @@ class _RowCache:
         self._infos: Any = None
         self._table: Any = None
         self._sums: OrderedDict[tuple[Any, ...], _DomainSums] = OrderedDict()
+        # all_keyed: (snapshot, its nodes_generation, num_nodes) and the answers per key tuple.
+        self._keyed: tuple[weakref.ReferenceType[Snapshot], int, int, dict[tuple[str, ...], bool]] | None = None
+
+    def all_keyed(self, snapshot: Snapshot, keys: tuple[str, ...]) -> bool:
+        """Whether every node of ``snapshot`` carries every one of ``keys``. Depends on the Node
+        objects alone: kept until they change (``Snapshot.nodes_generation``, bumped when a row's
+        node is replaced, added or freed)."""
+        memo = self._keyed
+        gen, n = snapshot.nodes_generation, snapshot.num_nodes
+        if memo is None or memo[0]() is not snapshot or memo[1] != gen or memo[2] != n:
+            memo = self._keyed = (weakref.ref(snapshot), gen, n, {})
+        got = memo[3].get(keys)
+        if got is None:
+            order = snapshot.order
+            got = memo[3][keys] = all(bool(np.all(_domain_rows(snapshot, k)[order] != 0)) for k in keys)
+        return got
 
     def counts(self, snapshot: Snapshot, namespace: str, selector: _Selector) -> np.ndarray:
         """Matching pods by row (length ``len(snapshot.infos)``); do not modify."""

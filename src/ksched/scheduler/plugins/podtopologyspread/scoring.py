@@ -10,6 +10,10 @@ defaulting. NormalizeScore gives ``100 * (max + min - s) / max`` (100 for all wh
 ``max == 0``). ``score_nodes`` gives the same raw scores for many rows at once, gathering the
 per-domain counts by row.
 
+Fast paths, each behind a module flag with its reference kept: ``KEYED_CANDIDATES`` (no
+ignored-candidate masks when every node carries the keys) and ``DOMAIN_NORMALIZE`` (one
+domain-scoped constraint normalized per domain on the array Score returned).
+
 ``_Scoring`` holds these extension points; the plugin class (``plugin.py``) mixes it in, as
 upstream's methods of ``*PodTopologySpread`` in this file.
 
@@ -56,9 +60,29 @@ from ksched.scheduler.plugins.podtopologyspread.common import (
     _count_matching,
 )
 
-__all__ = ["PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
+__all__ = ["DOMAIN_NORMALIZE", "KEYED_CANDIDATES", "PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+# PreScore for a pod with constraints of its own when every node carries every topology key
+# (``_RowCache.all_keyed``, kept until the nodes change): no candidate is ignored, so the masks
+# of ignored candidates (a comparison per constraint over the candidates, a reduction, a
+# negation) are not built and the hostname constraints' domains not gathered; False: the masks
+# on every cycle (the reference, tests/scheduler/plugins/podtopologyspread/
+# test_podtopologyspread_domain_normalize.py).
+KEYED_CANDIDATES = True
+
+# NormalizeScore of one domain-scoped constraint over a few domains (a zone spread) when the
+# scores are the very array Score returned for PreScore's candidates (no node ignored, the nodes
+# unchanged since PreScore): each score is the rounded score of the node's domain, and the
+# domains among the candidates are the seeded ones, so the minimum, the maximum and the
+# normalized score are worked out per domain on Python ints and gathered by row with the domain
+# ids Score gathered, instead of two reductions and three array operations over the candidates;
+# False: over the scores (the reference, the same test module).
+DOMAIN_NORMALIZE = True
+
+# DOMAIN_NORMALIZE works on Python ints up to this many domains.
+_DOMAIN_NORMALIZE_MAX = 32
 
 
 class _PreScoreState(StateData):
@@ -67,8 +91,8 @@ class _PreScoreState(StateData):
     ``count * weight + maxSkew - 1`` (0.0 at id 0, a node without the label). Hostname
     constraints are counted per node in Score. Nodes to ignore, by row and by name."""
 
-    __slots__ = ("any_ignored", "constraints", "counts", "ignored_names", "ignored_rows", "namespace", "rounded",
-                 "terms", "weights")
+    __slots__ = ("any_ignored", "candidates", "constraints", "counts", "ignored_names", "ignored_rows", "namespace",
+                 "rounded", "scored", "terms", "weights")
 
     def __init__(self, constraints: tuple[_Constraint, ...], counts: list[np.ndarray | None], weights: list[float],
                  ignored_rows: np.ndarray, ignored_names: set[str], namespace: str) -> None:
@@ -89,6 +113,11 @@ class _PreScoreState(StateData):
         self.rounded: np.ndarray | None = None
         if len(constraints) == 1 and self.terms[0] is not None:
             self.rounded = _round_half_away(self.terms[0])
+        # DOMAIN_NORMALIZE: (candidate rows, id of the snapshot, its nodes_generation) when the
+        # seeded domains are exactly the candidates' domains (set by PreScore), and Score's
+        # (rows, domain ids by row, scores returned) for them.
+        self.candidates: tuple[np.ndarray, int, int] | None = None
+        self.scored: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def domain_counts(self, i: int) -> dict[str, int]:
         """Seeded domain value -> matching pods (upstream's TopologyValueToPodCounts[i])."""
@@ -172,16 +201,26 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
         required = tuple(sorted({c.topology_key for c in constraints})) if require_all else ()
         frows = nodes.rows
-        doms_f = [_domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
-        if require_all:
-            ignored_f = doms_f[0] == 0
-            for d in doms_f[1:]:
-                ignored_f |= d == 0
+        keyed = KEYED_CANDIDATES and require_all and self._rows.all_keyed(snapshot, required)
+        if keyed:
+            # Every node carries every key: no candidate is ignored; the hostname constraints'
+            # domains are not read here.
+            doms_f: list[np.ndarray | None] = [
+                None if c.is_hostname else _domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
+            any_ignored = False
+            kept = ignored_f = _NONE_IGNORED
+            n_kept = len(frows)
         else:
-            ignored_f = np.zeros(len(frows), dtype=bool)
-        any_ignored = bool(any_1d(ignored_f))
-        kept = ~ignored_f
-        n_kept = int(np.count_nonzero(kept)) if any_ignored else len(frows)
+            doms_f = [_domain_rows(snapshot, c.topology_key)[frows] for c in constraints]
+            if require_all:
+                ignored_f = doms_f[0] == 0  # type: ignore[operator]
+                for d in doms_f[1:]:
+                    ignored_f |= d == 0  # type: ignore[operator]
+            else:
+                ignored_f = np.zeros(len(frows), dtype=bool)
+            any_ignored = bool(any_1d(ignored_f))
+            kept = ~ignored_f
+            n_kept = int(np.count_nonzero(kept)) if any_ignored else len(frows)
         counts: list[np.ndarray | None] = []
         weights: list[float] = []
         for c, df in zip(constraints, doms_f, strict=True):
@@ -192,6 +231,7 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
                 continue
             rkey, row_dom = _eligible_domains(snapshot, pod, c, required, not require_all)
             size = len(_domain_index(c.topology_key))
+            assert df is not None
             seeded_ids = df[kept] if any_ignored else df  # (df itself: not modified below)
             if not require_all:
                 seeded_ids = np.where(seeded_ids == 0, _domain_index(c.topology_key).id_of(""), seeded_ids)
@@ -210,8 +250,11 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             # Every candidate carries the keys (the usual case): one shared all-False array.
             ignored_rows = _none_ignored(len(snapshot.infos))
             ignored_names = set()
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names,
-                                                        pod.namespace))
+        ps = _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names, pod.namespace)
+        if require_all and not any_ignored and ps.rounded is not None:
+            # The seeded domains are the candidates' domains (DOMAIN_NORMALIZE).
+            ps.candidates = (frows, id(snapshot), snapshot.nodes_generation)
+        state.write(PRE_SCORE_STATE_KEY, ps)
         return None
 
     def _pre_score_state(self, state: CycleState) -> _PreScoreState | Status:
@@ -251,7 +294,12 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             raise RuntimeError(s.message())
         constraints = s.constraints
         if s.rounded is not None:
-            out = _gather(s.rounded, _domain_rows(snapshot, constraints[0].topology_key)[rows])
+            d = _domain_rows(snapshot, constraints[0].topology_key)[rows]
+            out = _gather(s.rounded, d)
+            cand = s.candidates
+            if (cand is not None and rows is cand[0] and id(snapshot) == cand[1]
+                    and snapshot.nodes_generation == cand[2]):
+                s.scored = (rows, d, out)
         else:
             # Summed in constraint order, as upstream adds each term to the node's float score.
             total = np.zeros(len(rows), dtype=np.float64)
@@ -273,6 +321,22 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
         if isinstance(s, Status):
             return s
         if len(scores) == 0:
+            return None
+        scored = s.scored
+        if (DOMAIN_NORMALIZE and scored is not None and scored[2] is scores and scored[0] is nodes.rows
+                and s.rounded is not None and len(s.rounded) <= _DOMAIN_NORMALIZE_MAX):
+            # ``scores`` is Score's ``rounded[d]`` over PreScore's candidates, whose domains are the
+            # seeded ones (``counts >= 0``): the same minimum, maximum and quotients per domain.
+            rounded = s.rounded.tolist()
+            assert s.counts[0] is not None
+            vals = [v for v, c in zip(rounded, s.counts[0].tolist(), strict=True) if c >= 0]
+            min_score = min(vals)
+            max_score = max(max(vals), 0)
+            if max_score == 0:
+                scores[:] = MAX_NODE_SCORE
+            else:
+                table = [MAX_NODE_SCORE * (max_score + min_score - v) // max_score for v in rounded]
+                scores[:] = np.array(table, dtype=np.int64)[scored[1]]
             return None
         if not s.any_ignored:
             min_score = int(min_1d(scores))
