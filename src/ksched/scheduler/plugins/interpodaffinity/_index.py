@@ -127,9 +127,18 @@ def gather(arr: np.ndarray | None, dom: np.ndarray) -> np.ndarray:
     return arr[dom]
 
 
+# add_into's first array for a key, when ``arr`` already covers every interned domain, is
+# ``arr * mult`` (or a copy of ``arr``), not an array of zeros added to; False: the zeros (the
+# reference, tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_fewer_arrays.py).
+ADD_INTO_COPY = True
+
+
 def add_into(acc: dict[str, np.ndarray], key: str, arr: np.ndarray, mult: int = 1) -> None:
     """``acc[key] += mult * arr`` (creating or growing ``acc[key]``, never aliasing ``arr``)."""
     cur = acc.get(key)
+    if cur is None and ADD_INTO_COPY and arr.dtype == np.int64 and len(arr) >= dom_size(key):
+        acc[key] = arr.copy() if mult == 1 else arr * mult
+        return
     if cur is None:
         cur = np.zeros(max(dom_size(key), len(arr)), dtype=np.int64)
     elif len(cur) < len(arr):

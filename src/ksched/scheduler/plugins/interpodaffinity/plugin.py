@@ -21,7 +21,9 @@ Counts are kept as one NumPy array per topology key, indexed by interned topolog
 incrementally maintained index instead of walking every pod of the cluster. PreScore for a pod
 without preferred terms of its own (only the existing pods' terms count) is kept per namespace,
 labels and namespace labels and given again while no pod with terms moved
-(``KEPT_EXISTING_SCORE``, ``Snapshot.affinity_changes``).
+(``KEPT_EXISTING_SCORE``, ``Snapshot.affinity_changes``). Score and NormalizeScore make fewer
+arrays (``FEWER_SCORE_ARRAYS``: the first key's gather is the result, the rescale in place; with
+``_index.ADD_INTO_COPY`` PreScore's first term per key is a weighted copy).
 """
 
 from __future__ import annotations
@@ -104,6 +106,15 @@ MIN_HARD_POD_AFFINITY_WEIGHT = 0
 # bringing the index up to date; False: the index caught up and queried every cycle (the reference,
 # tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_kept_score.py).
 KEPT_EXISTING_SCORE = True
+# Score and NormalizeScore with fewer arrays (a node's score is a sum of per-domain gathers, then
+# a min-max rescale): Score gathers the first topology key's scores as its result (no zero array
+# added to) and skips the past-the-end check of a gather when the per-domain array covers every
+# interned domain; NormalizeScore rescales in place (the same float64 quotients and products,
+# the same truncation), and PreScore's first term for a key takes a weighted copy of the
+# aggregate (``_index.ADD_INTO_COPY``). False: an array of zeros added to, every gather checked,
+# a new array per step (the reference, tests/scheduler/plugins/interpodaffinity/
+# test_interpodaffinity_fewer_arrays.py).
+FEWER_SCORE_ARRAYS = True
 _EXISTING_MEMO_MAX = 1024
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
@@ -599,10 +610,22 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         return total, None
 
     def score_nodes(self, state: CycleState, pod: Pod, snapshot: Any, rows: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(rows), dtype=np.int64)
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
+            return np.zeros(len(rows), dtype=np.int64)
+        if FEWER_SCORE_ARRAYS and s.score:
+            out: np.ndarray | None = None
+            for k, arr in s.score.items():
+                d = domain_rows(snapshot, k)[rows]
+                # Every row's domain id is interned, so below dom_size(k): no index past the end.
+                g = arr[d] if len(arr) >= dom_size(k) else gather(arr, d)
+                if out is None:
+                    out = g if g.dtype == np.int64 else g.astype(np.int64)  # (a gather: a new array)
+                else:
+                    out += g
+            assert out is not None
             return out
+        out = np.zeros(len(rows), dtype=np.int64)
         for k, arr in s.score.items():
             out += gather(arr, domain_rows(snapshot, k)[rows])
         return out
@@ -615,7 +638,13 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             return None
         mn = int(min_1d(scores))
         diff = int(max_1d(scores)) - mn
-        if diff > 0:
+        if diff > 0 and FEWER_SCORE_ARRAYS:
+            # The same quotients, the same products (IEEE multiplication commutes) and the same
+            # truncation toward zero (the int64 assignment casts as astype does).
+            q = (scores - mn) / float(diff)
+            q *= float(MAX_NODE_SCORE)
+            scores[:] = q
+        elif diff > 0:
             scores[:] = (float(MAX_NODE_SCORE) * ((scores - mn) / float(diff))).astype(np.int64)
         else:
             scores[:] = 0
