@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from api_objects import summed_requests
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.kubelet import fake
 from ksched.kubelet.eviction import EvictionManager
 from ksched.kubelet.evictionapi import EvictionConfig
 from ksched.kubelet.lifecycle import PodAdmitAttributes, PodAdmitHandlers
@@ -202,6 +203,7 @@ def test_simulations_admit_and_refuse_the_same_pods(monkeypatch: pytest.MonkeyPa
                                                     pods: list[tuple[Any, ...]]) -> None:
     checked: list[int] = []
     quick = PodAdmitHandlers.admit_without_pods
+    monkeypatch.setattr(fake, "FUSED_ADMISSION", False)  # (every admission through the chain, checked)
 
     def both(self: PodAdmitHandlers, pod: Pod, count: int, requests: Any, attrs: Any) -> Any:
         want = self.admit(attrs())
@@ -223,6 +225,7 @@ def test_simulations_admit_and_refuse_the_same_pods(monkeypatch: pytest.MonkeyPa
 def test_the_kubelet_takes_the_counted_path_and_refuses_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     quick = PodAdmitHandlers.admit_without_pods
+    monkeypatch.setattr(fake, "FUSED_ADMISSION", False)  # (tests/kubelet/test_fused_admission.py: the fused one)
 
     def counted(self: PodAdmitHandlers, *a: Any) -> Any:
         calls.append(1)

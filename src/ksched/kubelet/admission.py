@@ -24,7 +24,7 @@ from ksched.kubelet.lifecycle import (
 )
 from ksched.kubelet.predicate import PredicateAdmitHandler
 
-__all__ = ["ADMIT_HANDLER_FACTORIES", "build_admit_handlers"]
+__all__ = ["ADMIT_HANDLER_FACTORIES", "ContainerManagerHandler", "build_admit_handlers"]
 
 
 def eviction_admit_handler(node: NodeHandle) -> PodAdmitHandler | None:
@@ -33,7 +33,7 @@ def eviction_admit_handler(node: NodeHandle) -> PodAdmitHandler | None:
     return pressure.manager(node.name) if pressure is not None else None
 
 
-class _ContainerManagerHandler:
+class ContainerManagerHandler:
     def __init__(self, kubelet: object) -> None:
         self.kubelet = kubelet
 
@@ -53,7 +53,7 @@ def container_manager_admit_handler(node: NodeHandle) -> PodAdmitHandler | None:
     """The CPU, topology and device managers of the node (``ksched.kubelet.cm``, kept by the kubelet)."""
     if not hasattr(node.kubelet, "container_manager_admit"):
         return None
-    return _ContainerManagerHandler(node.kubelet)
+    return ContainerManagerHandler(node.kubelet)
 
 
 def gpu_share_admit_handler(node: NodeHandle) -> PodAdmitHandler:

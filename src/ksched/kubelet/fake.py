@@ -47,10 +47,12 @@ from ksched.api.resources import qos_class
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.client.record import EventRecorder
 from ksched.kubelet import runtime as rt
-from ksched.kubelet.admission import build_admit_handlers
+from ksched.kubelet.admission import ContainerManagerHandler, build_admit_handlers
 from ksched.kubelet.admitted import AdmittedPods
 from ksched.kubelet.cm.node_managers import NodeManagers
+from ksched.kubelet.eviction import EvictionManager
 from ksched.kubelet.evictionapi import EvictionConfig
+from ksched.kubelet.gpushare import ANNOTATION_GPU_COUNT, ANNOTATION_GPU_MILLI, GpuShareAdmitHandler
 from ksched.kubelet.lifecycle import (
     AdmitHandlerFactory,
     NodeHandle,
@@ -59,6 +61,7 @@ from ksched.kubelet.lifecycle import (
     PodAdmitResult,
 )
 from ksched.kubelet.nodestatus import NodeHeartbeats
+from ksched.kubelet.predicate import PredicateAdmitHandler
 from ksched.kubelet.pressure import NodePressure
 from ksched.kubelet.timers import new_timers
 from ksched.kubelet.usage import USAGE_ANNOTATION, UsageError, first_oom, has_usage
@@ -70,6 +73,16 @@ log = logging.getLogger(__name__)
 # ``_schedule_exit`` asks ``first_oom`` only for a pod with usage annotations (``has_usage``,
 # kept on the pod); False: for every pod (the reference; the same None for the others).
 OOM_ONLY_WITH_USAGE = True
+
+# ``_admit`` answers for a node whose chain is the default one (``ksched.kubelet.admission``: the
+# eviction manager, the container managers' handler of this kubelet, the GPU-share plugin, the
+# predicate handler, in that order) without going through the chain when the first three admit
+# by construction -- the eviction manager has no pressure condition, the node has no resource
+# managers, the pod names no GPU share -- asking the predicate handler alone: the chain's answer
+# (the first three answer ADMITTED and change nothing), without a call, a ``getattr`` and a
+# closure per handler and pod. Anything else takes the chain. False: the chain for every pod
+# (the reference; tests/kubelet/test_fused_admission.py holds both to the same answers).
+FUSED_ADMISSION = True
 
 START, EXIT, RESTART, STOP, OOM, EVICTED = "start", "exit", "restart", "stop", "oom", "evicted"
 OOM_EXIT_CODE = 137
@@ -122,6 +135,9 @@ class FakeKubelet:
         # Admission asks the handlers that can answer from the node's pod count and request sum
         # without the list of its pods (``_admit``); False: the list for every handler (the reference).
         self.admit_without_pods = True
+        # The fused admission (``FUSED_ADMISSION``) stands in for this kubelet's container managers'
+        # answer only while it is this class's (a subclass may answer otherwise).
+        self._fusable = type(self).container_manager_admit_pod is FakeKubelet.container_manager_admit_pod
         self.informer = informers.informer("Pod")
         self.informer.indexer.add_indexer(_NODE_INDEX, _node_index)
         self.informer.add_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
@@ -365,7 +381,9 @@ class FakeKubelet:
         """The node's admit handlers' answer for ``pod`` beside the pods the node runs. With the
         node's pods kept (``admitted_index``) and ``admit_without_pods`` on, each handler that can
         answers from their number and request sum, and the list is made only for one that
-        cannot (``PodAdmitHandlers.admit_without_pods``); the reference builds it for all."""
+        cannot (``PodAdmitHandlers.admit_without_pods``); the reference builds it for all. With
+        ``FUSED_ADMISSION``, a node with the default chain whose first three handlers admit by
+        construction asks only the predicate handler."""
         node_name = pod.node_name
         chain = self.admit_handlers(node_name)
         admitted = self._admitted
@@ -373,6 +391,20 @@ class FakeKubelet:
             return chain.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
                                                   self._others_requested(pod)))
         others_requested = self._others_requested(pod)
+        if FUSED_ADMISSION and self._fusable:
+            hs = chain.handlers
+            if len(hs) == 4:
+                ev, cm, gpu, pred = hs
+                ann = pod.annotations
+                if (type(ev) is EvictionManager and not ev.conditions and type(cm) is ContainerManagerHandler
+                        and cm.kubelet is self and not self.node_managers.manages(node_name)
+                        and type(gpu) is GpuShareAdmitHandler and ANNOTATION_GPU_MILLI not in ann
+                        and ANNOTATION_GPU_COUNT not in ann and type(pred) is PredicateAdmitHandler):
+                    result = pred.admit_without_pods(pod, admitted.count(node_name, but=pod.uid), others_requested)
+                    if result is not None:
+                        return result
+                    return pred.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
+                                                         others_requested))
         return chain.admit_without_pods(
             pod, admitted.count(node_name, but=pod.uid), others_requested,
             lambda: PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)), others_requested))

@@ -94,6 +94,11 @@ class NodeManagers:
         self._status_due.clear()
         return out
 
+    def manages(self, node_name: str) -> bool:
+        """Whether the node has resource managers (or unusable annotations): without, ``admit``
+        admits every pod and gives it nothing."""
+        return node_name in self._nodes
+
     def admit(self, pod: Pod) -> tuple[PodAdmitResult, dict[str, str]]:
         """Admission on the pod's node; when admitted, the annotations recording what the pod
         was given."""
