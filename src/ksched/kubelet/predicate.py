@@ -40,7 +40,6 @@ from ksched.api.pod import Pod
 from ksched.api.resource import is_dra_extended_resource_name
 from ksched.api.resources import pod_requests
 from ksched.api.taints import NO_EXECUTE, find_untolerated_taint
-from ksched.kubelet.admitted import same_map
 from ksched.kubelet.lifecycle import ADMITTED, PodAdmitAttributes, PodAdmitResult
 
 __all__ = [
@@ -204,9 +203,16 @@ class _Template:
         self.names = names
 
     def matches(self, pod: Pod, os_label: str | None, os_name: Any) -> bool:
-        return (self.containers is pod.containers and self.init_containers is pod.init_containers
-                and same_map(self.overhead, pod.overhead) and same_map(self.pod_level_requests, pod.pod_level_requests)
-                and self.affinity is pod.affinity and same_map(self.node_selector, pod.node_selector)
+        # (``same_map`` inline: a call less per map and pod)
+        a, b = self.overhead, pod.overhead
+        if not (a is b or (not a and not b)):
+            return False
+        a, b = self.pod_level_requests, pod.pod_level_requests
+        if not (a is b or (not a and not b)):
+            return False
+        a, b = self.node_selector, pod.node_selector
+        return ((a is b or (not a and not b)) and self.containers is pod.containers
+                and self.init_containers is pod.init_containers and self.affinity is pod.affinity
                 and self.os_label == os_label and self.os_name == os_name)
 
 

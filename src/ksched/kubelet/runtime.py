@@ -299,12 +299,14 @@ def container_status(pod: Pod, c: Any, state: dict[str, Any], restart_count: int
 
 
 # Containers started at one instant, ready, without restarts or a last state, have statuses
-# equal but for the pod's containerID: each is a copy of one dict per container and instant (a
-# container of a template is one parsed object for all its replicas) with the pod's containerID
-# added. False: each built whole (``container_status``, the reference).
+# equal but for the pod's containerID: each is a copy of one dict per container and instant with
+# the pod's containerID added, the dicts kept per container list (the replicas of a template
+# share one parsed list) and instant, so a pod costs one lookup and a copy per container.
+# False: each built whole (``container_status``, the reference).
 STAMP_RUNNING_STATUSES = True
-_STAMPS_MAX = 1024  # containers kept (those of the last instants): cleared when full
-_stamps: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # id(container) -> (it, state, status)
+_STAMPS_MAX = 1024  # container lists kept (those of the last instants): cleared when full
+# id(pod.containers) -> (the containers, the instant, ((name, status without containerID), ...)).
+_stamps: dict[int, tuple[Any, float, tuple[tuple[str, dict[str, Any]], ...]]] = {}
 
 
 def started_statuses(pod: Pod, started: float) -> list[dict[str, Any]]:
@@ -312,19 +314,24 @@ def started_statuses(pod: Pod, started: float) -> list[dict[str, Any]]:
     no last state): ``container_status(pod, c, running(started), 0, ready=True)`` for each."""
     if not (STAMP_RUNNING_STATUSES and SHARE_STATUS_VALUES):
         return [container_status(pod, c, running(started), 0, ready=True) for c in pod.containers]
-    state = running(started)
-    out = []
-    uid = pod.uid
-    for c in pod.containers:
-        hit = _stamps.get(id(c))
-        if hit is None or hit[0] is not c or hit[1] is not state:
-            if len(_stamps) >= _STAMPS_MAX:
-                _stamps.clear()
+    containers = pod.containers
+    hit = _stamps.get(id(containers))
+    if hit is None or hit[0] is not containers or hit[1] != started:
+        if len(_stamps) >= _STAMPS_MAX:
+            _stamps.clear()
+        state = running(started)
+        bases = []
+        for c in containers:
             base = container_status(pod, c, state, 0, ready=True)
             del base["containerID"]
-            hit = _stamps[id(c)] = (c, state, base)
-        st = hit[2].copy()
-        st["containerID"] = f"ksched://{uid}/{c.name}/0"
+            bases.append((c.name, base))
+        # (the entry holds the containers: while it is kept, no other object has their id)
+        hit = _stamps[id(containers)] = (containers, started, tuple(bases))
+    prefix = f"ksched://{pod.uid}/"
+    out = []
+    for name, base in hit[2]:
+        st = base.copy()
+        st["containerID"] = f"{prefix}{name}/0"
         out.append(st)
     return out
 
