@@ -181,7 +181,8 @@ class FakeKubelet:
             self._admitted.put(new)
         if new.is_terminal:
             self.node_managers.remove_pod(new)
-        if not new.node_name or new.is_terminal:
+            return
+        if not new.node_name:
             return
         if new.deletion_timestamp is not None and (old.deletion_timestamp is None or
                                                    new.deletion_timestamp < old.deletion_timestamp):
