@@ -90,7 +90,7 @@ def _cluster(running: list[tuple[str, tuple[Any, ...]]]) -> Simulation:
 def _asked(k: fake.FakeKubelet, pod: Pod) -> tuple[PodAdmitResult, dict[str, str] | None]:
     """``_admit``'s answer and what the container managers gave the pod; then forgotten (the pod
     is asked again the other way)."""
-    result = k._admit(pod)
+    result = k._admit(pod, k.node(pod.node_name))
     given_ = k._cm_annotations.pop(pod.uid, None)
     k.node_managers.remove_pod(pod)
     return result, given_
@@ -111,7 +111,7 @@ def test_every_pod_gets_the_chains_answer_on_every_node(monkeypatch: pytest.Monk
     for name, conds in zip(NODES, conditions, strict=True):
         k.pressure.manager(name).conditions = set(conds)
     fused: list[str] = []
-    by_template = PredicateAdmitHandler.admit_without_pods
+    by_template = PredicateAdmitHandler.admit_by_template
 
     def seen(self: PredicateAdmitHandler, pod: Pod, *a: Any) -> Any:
         fused.append(pod.node_name)
@@ -124,7 +124,7 @@ def test_every_pod_gets_the_chains_answer_on_every_node(monkeypatch: pytest.Monk
         chain_calls.append(1)
         return chain(self, *a)
 
-    monkeypatch.setattr(PredicateAdmitHandler, "admit_without_pods", seen)
+    monkeypatch.setattr(PredicateAdmitHandler, "admit_by_template", seen)
     monkeypatch.setattr(PodAdmitHandlers, "admit_without_pods", through_chain)
     for i, args in enumerate(asking):
         for node in NODES:
@@ -155,6 +155,13 @@ def test_a_node_with_another_chain_is_asked_through_it(monkeypatch: pytest.Monke
     pod = Pod(_pod("a", "n0", "1", False, None, False, None, False, False))
     assert _asked(k, pod)[0] == PodAdmitResult(False, "Nope", "no")
     assert _asked(k, Pod(_pod("b", "n2", "1", False, None, False, None, False, False)))[0].admit
+    # a predicate handler with a node getter of its own is asked with it, not given the node
+    k.admit_handlers("n2").handlers[3] = PredicateAdmitHandler(lambda: None)
+    node = k.node("n2")
+    for fused in (False, True):
+        monkeypatch.setattr(fake, "FUSED_ADMISSION", fused)
+        pod = Pod(_pod("c", "n2", "1", False, None, False, None, False, False))
+        assert k._admit(pod, node) == PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
 
 
 def _ended(sim: Simulation) -> dict[str, Any]:

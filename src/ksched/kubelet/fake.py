@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from ksched.api.pod import Pod
 from ksched.api.resources import qos_class
 from ksched.client.informer import DeletedFinalStateUnknown, EventHandler, InformerFactory
 from ksched.client.record import EventRecorder
+from ksched.kubelet import predicate
 from ksched.kubelet import runtime as rt
 from ksched.kubelet.admission import ContainerManagerHandler, build_admit_handlers
 from ksched.kubelet.admitted import AdmittedPods
@@ -116,6 +118,9 @@ class FakeKubelet:
         self.startup_delay = startup_delay
         self.admit_handler_factories = admit_handler_factories
         self._admit_handlers: dict[str, PodAdmitHandlers] = {}
+        # node name -> the ``get_node`` of the handle its handlers were built with (``self.node``
+        # of the name): a handler holding it gets the node ``_start`` has just looked up.
+        self._node_getters: dict[str, Callable[[], Node | None]] = {}
         self.recorder = EventRecorder(client, clock, component="kubelet", enabled=record_events)
         # The in-process client takes the status patches over (no copy): they are built anew for
         # each write, from parts nothing mutates.
@@ -223,6 +228,7 @@ class FakeKubelet:
     def _on_node_delete(self, obj: Any) -> None:
         node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         self._admit_handlers.pop(node.name, None)
+        self._node_getters.pop(node.name, None)
         self.node_managers.on_node_deleted(node.name)
         self.heartbeats.forget(node.name)
         self.pressure.forget(node.name)
@@ -340,6 +346,7 @@ class FakeKubelet:
         chain = self._admit_handlers.get(node_name)
         if chain is None:
             handle = NodeHandle(node_name, lambda: self.node(node_name), self.clock, self)
+            self._node_getters[node_name] = handle.get_node
             chain = self._admit_handlers[node_name] = build_admit_handlers(handle, self.admit_handler_factories)
         return chain
 
@@ -378,13 +385,14 @@ class FakeKubelet:
             return None
         return self._admitted.requested(pod.node_name)
 
-    def _admit(self, pod: Pod) -> PodAdmitResult:
+    def _admit(self, pod: Pod, node: Node | None = None) -> PodAdmitResult:
         """The node's admit handlers' answer for ``pod`` beside the pods the node runs. With the
         node's pods kept (``admitted_index``) and ``admit_without_pods`` on, each handler that can
         answers from their number and request sum, and the list is made only for one that
         cannot (``PodAdmitHandlers.admit_without_pods``); the reference builds it for all. With
         ``FUSED_ADMISSION``, a node with the default chain whose first three handlers admit by
-        construction asks only the predicate handler."""
+        construction asks only the predicate handler (given ``node``, the pod's node as
+        ``self.node`` has just returned it, when its ``get_node`` is the kubelet's)."""
         node_name = pod.node_name
         chain = self.admit_handlers(node_name)
         admitted = self._admitted
@@ -401,7 +409,12 @@ class FakeKubelet:
                         and cm.kubelet is self and not self.node_managers.manages(node_name)
                         and type(gpu) is GpuShareAdmitHandler and ANNOTATION_GPU_MILLI not in ann
                         and ANNOTATION_GPU_COUNT not in ann and type(pred) is PredicateAdmitHandler):
-                    result = pred.admit_without_pods(pod, admitted.count(node_name, but=pod.uid), others_requested)
+                    count = admitted.count(node_name, but=pod.uid)
+                    if node is not None and predicate.ADMIT_BY_TEMPLATE \
+                            and pred.get_node is self._node_getters.get(node_name):
+                        result = pred.admit_by_template(pod, count, others_requested, node)
+                    else:
+                        result = pred.admit_without_pods(pod, count, others_requested)
                     if result is not None:
                         return result
                     return pred.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
@@ -506,10 +519,11 @@ class FakeKubelet:
     def _start(self, pod: Pod, run: _Run, now: float) -> bool:
         if not pod.node_name or pod.phase != "Pending" or pod.deletion_timestamp is not None:
             return False
-        if self.node(pod.node_name) is None:
+        node = self.node(pod.node_name)
+        if node is None:
             return False  # no kubelet there: it starts if the node appears
         if not run.admitted:
-            result = self._admit(pod)
+            result = self._admit(pod, node)
             annotations = self._cm_annotations.pop(pod.uid, None)
             if not result.admit:
                 self.node_managers.remove_pod(pod)  # a later handler refused: what it was given is free

@@ -280,13 +280,14 @@ class PredicateAdmitHandler:
             return fit
         return _other_predicates(pod, node, ())
 
-    def admit_by_template(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None
-                          ) -> PodAdmitResult | None:
+    def admit_by_template(self, pod: Pod, other_count: int, other_requests: Mapping[str, int] | None,
+                          node: Node | None = None) -> PodAdmitResult | None:
         """:meth:`admit_without_pods`; for a pod whose template is plain (``_Template``) on a
         node without NoExecute taints, from the template: the OS checks and the checks after
         the resources' pass (node affinity, the node's name, no host ports, no taint to
         tolerate), so only the pod count and the template's requests against the others' sum
-        are checked, in the same order with the same messages."""
+        are checked, in the same order with the same messages. ``node``: what ``get_node()``
+        returns now, when the caller has just looked it up (None: asked here)."""
         if other_requests is None:
             return None
         os_label = pod.labels.get(LABEL_OS)
@@ -294,7 +295,8 @@ class PredicateAdmitHandler:
         t = _template(pod, os_label, os_name)
         if t.host_ports:
             return None
-        node = self.get_node()
+        if node is None:
+            node = self.get_node()
         if node is None:
             return PodAdmitResult(False, "InvalidNodeInfo", "Kubelet cannot get node info.")
         if node is not self._memo_node:
