@@ -1,7 +1,8 @@
 """The kubelet's timer queue with one FIFO per due time (``timers.BucketTimers``) against one heap
 of the entries (``timers.HeapTimers``, the reference): random pushes (many sharing a due time,
 some earlier than what is queued, some equal as int and float) and pops, interleaved, give the
-same entries in the same order, the same next due time and the same length at every step."""
+same entries in the same order, the same next due time and the same length at every step, and
+``pop_due`` pops what ``next_due``/``pop`` would."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ksched.kubelet.timers import BucketTimers, HeapTimers, new_timers
 _DUES = st.one_of(st.sampled_from([0, 0.0, 1.0, 1, 2.5, 3.0, 10.0]),
                   st.floats(min_value=-5, max_value=50, allow_nan=False, allow_infinity=False))
 _OPS = st.lists(st.one_of(st.tuples(st.just("push"), _DUES), st.just(("pop", None)),
-                          st.tuples(st.just("drain"), _DUES)), max_size=120)
+                          st.tuples(st.sampled_from(["drain", "drain_due"]), _DUES)), max_size=120)
 
 
 def _run(q: Any, ops: list[tuple[str, Any]]) -> list[Any]:
@@ -30,8 +31,7 @@ def _run(q: Any, ops: list[tuple[str, Any]]) -> list[Any]:
         elif op == "pop":
             out.append(q.pop() if q else None)
         else:  # what the kubelet's step does: every entry due by then, pushing as it goes
-            while q and q.next_due() <= due:
-                e = q.pop()
+            while (e := (q.pop() if q and q.next_due() <= due else None) if op == "drain" else q.pop_due(due)):
                 out.append(e)
                 if e[1] % 4 == 0:
                     n = next(seq)
@@ -44,6 +44,9 @@ def _run(q: Any, ops: list[tuple[str, Any]]) -> list[Any]:
 @given(_OPS)
 def test_buckets_pop_what_the_heap_pops(ops: list[tuple[str, Any]]) -> None:
     assert _run(BucketTimers(), ops) == _run(HeapTimers(), ops)
+    # and pop_due drains what next_due and pop drain
+    plain = [("drain", due) if op == "drain_due" else (op, due) for op, due in ops]
+    assert _run(BucketTimers(), ops) == _run(BucketTimers(), plain) == _run(HeapTimers(), plain)
 
 
 def test_a_batch_at_one_instant_keeps_its_push_order() -> None:

@@ -494,8 +494,8 @@ class FakeKubelet:
             except ApiError as e:
                 log.debug("kubelet: status of node %s: %s", name, e)
         timers = self._timers
-        while timers and timers.next_due() <= now:
-            _, _, action, key, uid, epoch = timers.pop()
+        while (entry := timers.pop_due(now)) is not None:
+            _, _, action, key, uid, epoch = entry
             pod = self.informer.get(key)
             run = self._runs.get(uid)
             if not isinstance(pod, Pod) or pod.uid != uid or run is None or run.epoch != epoch:

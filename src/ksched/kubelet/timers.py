@@ -51,6 +51,13 @@ class HeapTimers:
     def pop(self) -> tuple[Any, ...]:
         return heapq.heappop(self._heap)
 
+    def pop_due(self, now: float) -> tuple[Any, ...] | None:
+        """``pop()`` when the queue is not empty and ``next_due() <= now``; None otherwise."""
+        heap = self._heap
+        if not heap or not heap[0][0] <= now:
+            return None
+        return heapq.heappop(heap)
+
 
 class BucketTimers:
     """:class:`HeapTimers` with one FIFO per distinct due time: entries pushed with increasing
@@ -90,6 +97,21 @@ class BucketTimers:
         if not bucket:
             del self._buckets[due]
             heapq.heappop(self._dues)
+        self._n -= 1
+        return entry
+
+    def pop_due(self, now: float) -> tuple[Any, ...] | None:
+        """``pop()`` when the queue is not empty and ``next_due() <= now``; None otherwise (one
+        call a timer in the kubelet's step instead of three)."""
+        dues = self._dues
+        if not dues or not dues[0] <= now:
+            return None
+        due = dues[0]
+        bucket = self._buckets[due]
+        entry = bucket.popleft()
+        if not bucket:
+            del self._buckets[due]
+            heapq.heappop(dues)
         self._n -= 1
         return entry
 
