@@ -18,7 +18,10 @@ it, and the sum of their requests, or None when not kept): the same result ``adm
 any ``other_pods`` of that length and those requests, or None when its answer needs the pods
 themselves. :meth:`PodAdmitHandlers.admit_without_pods` asks each handler that way and builds
 the attributes only for those that decline (``tests/kubelet/test_admit_without_pods.py`` holds
-both ways to the same results).
+both ways to the same results). The simulated kubelet goes further for a node with the default
+chain whose eviction manager, container managers and GPU-share plugin admit by construction: it
+asks the predicate handler alone (``ksched.kubelet.fake.FUSED_ADMISSION``,
+``tests/kubelet/test_fused_admission.py``).
 
 Divergences: upstream passes the handlers' results through the kubelet's status manager and
 event recorder; here the caller writes the pod's status and events from the result.
