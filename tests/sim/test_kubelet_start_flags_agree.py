@@ -5,10 +5,11 @@ made once per instant and template (``runtime.SHARE_CONDITION_LISTS``,
 ``runtime.STAMP_RUNNING_STATUSES``), the eviction manager's kick asking first whether the node
 has anything to watch (``pressure.QUICK_KICK``), the OOM kill looked for only in pods with usage
 annotations (``fake.OOM_ONLY_WITH_USAGE``), the admitted pods' request sums read per template
-(``admitted.TEMPLATE_REQUESTS``), and node11's timer queue with one FIFO per due time
-(``timers.BUCKETED_TIMERS``). The node-side benchmark's day (usage,
-pressure, evictions, node failures, a drain) and a realistic directory end with the same
-history, usage samples, passes, pods, nodes and Leases, and the same report."""
+(``admitted.TEMPLATE_REQUESTS``), node11's timer queue with one FIFO per due time
+(``timers.BUCKETED_TIMERS``), and kub13's admission asking only the predicate handler where the
+rest of the default chain admits by construction (``fake.FUSED_ADMISSION``). The node-side
+benchmark's day (usage, pressure, evictions, node failures, a drain) and a realistic directory
+end with the same history, usage samples, passes, pods, nodes and Leases, and the same report."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ksched.sim.realistic import generate
 
 FLAGS = ((predicate, "ADMIT_BY_TEMPLATE"), (rt, "SHARE_CONDITION_LISTS"), (rt, "STAMP_RUNNING_STATUSES"),
          (pressure, "QUICK_KICK"), (fake, "OOM_ONLY_WITH_USAGE"), (admitted, "TEMPLATE_REQUESTS"),
-         (timers, "BUCKETED_TIMERS"))
+         (timers, "BUCKETED_TIMERS"), (fake, "FUSED_ADMISSION"))
 
 
 def _set(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
