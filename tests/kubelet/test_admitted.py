@@ -195,6 +195,35 @@ def test_an_update_keeps_a_pods_place_and_a_deletion_frees_its_requests() -> Non
     assert not idx.any_usage("n")
 
 
+def test_a_status_write_keeps_the_charge_and_a_changed_part_recharges() -> None:
+    """``put`` of a version sharing every part requests and usage are read from (a status write,
+    ``Pod.with_status``) keeps the charge; one whose annotations or containers differ is charged
+    anew."""
+    idx = AdmittedPods(lambda p: True)
+    base = Pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "d", "uid": "u-a"},
+                "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i", "resources": {
+                    "requests": {"cpu": "1"}}}]}, "status": {"phase": "Pending"}})
+    idx.put(base)
+    running = base.with_status({**base.raw, "status": {"phase": "Running"}})
+    idx.put(running)
+    assert idx.requested("n") == {"cpu": 1000} and not idx.any_usage("n")
+    assert idx.pods("n") == [running]
+    # versions that share every parsed part but one (as another write could make them)
+    usage = running.shallow_copy()
+    usage.annotations = {"ksched.io/usage-memory": "1Gi"}
+    usage._cache = None
+    idx.put(usage)
+    assert idx.any_usage("n") and idx.requested("n") == {"cpu": 1000}
+    bigger = usage.shallow_copy()
+    bigger.containers = Pod({**base.raw, "spec": {"nodeName": "n", "containers": [
+        {"name": "c", "image": "i", "resources": {"requests": {"cpu": "2"}}}]}}).containers
+    bigger._cache = None
+    idx.put(bigger)
+    assert idx.requested("n") == {"cpu": 2000} and idx.any_usage("n")
+    idx.discard("d/a")
+    assert idx.requested("n") == {} and not idx.any_usage("n")
+
+
 @pytest.mark.parametrize(("requests", "want"), [
     ({"cpu": "500m"}, (True, "")),
     ({"cpu": "1500m"}, (False, "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000")),

@@ -68,8 +68,12 @@ class AdmittedPods:
             if old is not None:
                 entry.uids.discard(old.uid)
             entry.uids.add(pod.uid)
-        if old is not None and _same_charge(old, pod):
-            return  # a status write: the same requests and annotations
+        if old is not None and old.containers is pod.containers and old.init_containers is pod.init_containers \
+                and old.overhead is pod.overhead and old.pod_level_requests is pod.pod_level_requests \
+                and old.annotations is pod.annotations:
+            # The very parsed parts requests and usage are read from: a status write shares
+            # them (``Pod.with_status``), so it charges the same.
+            return
         if old is not None:
             _charge(entry, old, -1)
         self._node_of[key] = pod.node_name
@@ -117,14 +121,6 @@ class AdmittedPods:
 
     def __contains__(self, key: str) -> bool:
         return key in self._node_of
-
-
-def _same_charge(old: Pod, new: Pod) -> bool:
-    """The very parsed parts requests and usage are read from (a status write shares them:
-    ``Pod.with_status``)."""
-    return (old.containers is new.containers and old.init_containers is new.init_containers
-            and old.overhead is new.overhead and old.pod_level_requests is new.pod_level_requests
-            and old.annotations is new.annotations)
 
 
 # ``_charge`` reads a pod's requests from its template: the replicas of a template share their
