@@ -58,12 +58,16 @@ ever an optimisation):
 Placements, messages and nominated nodes are therefore those of the unbatched path, which
 ``tests/scheduler/test_batching_agrees.py`` checks on random clusters. Beyond the cache, the
 time limit is read from the scheduler's clock (virtual in ``ksched simulate``).
+
+Fast path: ``FAST_BOOKKEEPING`` (a cycle without a state to hint from and a decision that leaves
+none, which is every pod of the default profile: the metrics counted inline, see the flag).
 """
 
 from __future__ import annotations
 
 import random
 import time
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -74,6 +78,7 @@ from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePluginForm
 from ksched.scheduler.framework.status import Code, Status
 from ksched.scheduler.framework.types import NodeInfo
+from ksched.scheduler.metrics import BATCH_BUCKETS as _BUCKETS
 
 if TYPE_CHECKING:
     from ksched.scheduler.cache.snapshot import Snapshot
@@ -110,6 +115,15 @@ FLUSH_CLUSTER_CHANGED = "cluster_changed"
 FLUSH_NOT_ALL_NODES_EVALUATED = "not_all_nodes_evaluated"
 
 PodSignature = tuple[tuple[str, Any], ...]
+
+# The two bookkeeping cases of every pod that cannot be batched (every pod of the default
+# profile: PodTopologySpread's system default constraints make it unsignable): no state to hint
+# from, and a decision without a hint that leaves no state. They update the metrics' plain counts
+# (``metrics.BatchStats``) in place, with the dict keys and histogram lists of this profile's
+# labels kept, instead of through three calls each building its key; the same counts, buckets
+# and sums (of shorter durations). False: through ``_attempt``, ``_flush`` and
+# ``BatchStats.observe_*`` (the reference, tests/scheduler/framework/test_batch_fast_bookkeeping.py).
+FAST_BOOKKEEPING = True
 
 
 class Framework(Protocol):
@@ -259,6 +273,12 @@ class OpportunisticBatch:
         self.last_cycle = _Cycle()
         self.batched_pods = 0  # pods placed on a hint (upstream's test counter)
         self._stats_obj: Any = None
+        # FAST_BOOKKEEPING: the no-hint attempt's key, the no-hint and store histograms' count
+        # lists (once the first observation made them), and the flush keys by reason.
+        self._no_hint_key: tuple[str, str] | None = None
+        self._hint_counts: list[float] | None = None
+        self._store_counts: list[float] | None = None
+        self._flush_keys: dict[str, tuple[str, str]] = {}
 
     # ---------------------------------------------------------------- metrics
 
@@ -293,6 +313,26 @@ class OpportunisticBatch:
         docstring); the node is removed from the state. ``start`` is where this cycle's walk
         over the ``num_candidates`` candidate nodes would begin."""
         t0 = time.perf_counter()
+        if FAST_BOOKKEEPING and (self.state is None or explain):
+            st = self._stats_obj
+            if st is None:
+                st = self._stats()
+                if st is None:
+                    return None
+            k = self._no_hint_key
+            if k is None:
+                k = self._no_hint_key = (self.fw.profile_name, ATTEMPT_NO_HINT)
+            a = st.attempts
+            a[k] = a.get(k, 0) + 1
+            counts = self._hint_counts
+            if counts is None:
+                st.observe_hint("no_hint", self.fw.profile_name, time.perf_counter() - t0)
+                self._hint_counts = st.hint_seconds[("no_hint", self.fw.profile_name)]
+                return None
+            seconds = time.perf_counter() - t0
+            counts[bisect_left(_BUCKETS, seconds)] += 1
+            counts[-1] += seconds
+            return None
         if self.state is None or explain:
             # Nothing to hint from (the common case where pods cannot be batched): no hint, and
             # nothing is found unusable.
@@ -377,6 +417,37 @@ class OpportunisticBatch:
         ``other_nodes``: those nodes with their scores, if ksched's conditions to keep them hold
         (else ``ksched_reason`` says which failed)."""
         t0 = time.perf_counter()
+        if FAST_BOOKKEEPING and not hinted and other_nodes is None:
+            # No hint, and no state left (the reference's checks in its order; none but
+            # empty_list reaches the signature when ksched_reason is set).
+            last = self.last_cycle
+            last.cycle_count, last.chosen_node, last.succeeded = cycle, chosen, True
+            if num_other <= 0:
+                reason = FLUSH_EMPTY_LIST
+            elif ksched_reason:
+                reason = ksched_reason
+            else:
+                reason = FLUSH_POD_NOT_BATCHABLE if signature.value is None else FLUSH_CLUSTER_CHANGED
+            self.state = None
+            st = self._stats_obj
+            if st is None:
+                st = self._stats()
+                if st is None:
+                    return
+            k = self._flush_keys.get(reason)
+            if k is None:
+                k = self._flush_keys[reason] = (self.fw.profile_name, reason)
+            f = st.flushed
+            f[k] = f.get(k, 0) + 1
+            counts = self._store_counts
+            if counts is None:
+                st.observe_store(self.fw.profile_name, time.perf_counter() - t0)
+                self._store_counts = st.store_seconds[(self.fw.profile_name,)]
+                return
+            seconds = time.perf_counter() - t0
+            counts[bisect_left(_BUCKETS, seconds)] += 1
+            counts[-1] += seconds
+            return
         try:
             last = self.last_cycle
             last.cycle_count, last.chosen_node, last.succeeded = cycle, chosen, True
