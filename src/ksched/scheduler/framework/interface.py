@@ -239,7 +239,12 @@ class PreFilterPlugin(Plugin):
     nothing but return Skip (the runtime then does not call it), and
     ``pre_filter_template_state(pod) -> (key, value) | None``, a pair only when ``pre_filter``
     would do nothing but ``state.write(key, value)`` of that very (immutable) value and succeed
-    (the runtime then writes it in the plugin's turn)."""
+    (the runtime then writes it in the plugin's turn), and ``pre_filter_skip_state(pod) ->
+    (key, factory) | None``, a pair only when ``pre_filter`` would do nothing but
+    ``state.write(key, factory())`` (a new value, or one shared immutable value) and return Skip
+    (the runtime then writes ``factory()`` in the plugin's turn and skips it; ``SKIP_STATES``).
+    The factory is kept in template dicts, which outlive the simulation: a class or a
+    module-level function, never a bound method."""
 
     @abstractmethod
     def pre_filter(self, state: CycleState, pod: Pod,

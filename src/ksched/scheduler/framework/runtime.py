@@ -2,9 +2,11 @@
 expansion as upstream), and runs each extension point with upstream's contracts. Also signs
 pods (upstream's ``SignPod``) and holds the profile's opportunistic batch (``batch.py``).
 
-Fast path: ``TEMPLATE_SKIPS`` (PreFilter and PreScore plugins whose call, for every pod of a
+Fast paths: ``TEMPLATE_SKIPS`` (PreFilter and PreScore plugins whose call, for every pod of a
 template, only Skips it or only writes one state value of the template are not called; see
-``PreFilterPlugin``).
+``PreFilterPlugin``), and with it ``SKIP_STATES`` (nor are PreFilter plugins whose call only
+writes a value of a kind the template decides and Skips: DynamicResources and VolumeBinding for
+a plain pod).
 
 Divergences in ``sign_pod``: a plugin that refuses a pod is asked first the next time (the
 refusal decides alone, so the order is invisible), and two plugins giving one signer name
@@ -78,8 +80,15 @@ _NO_NAMES: frozenset[str] = frozenset()
 # BalancedAllocation, TaintToleration). False: every plugin called in every cycle (the
 # reference, tests/scheduler/framework/test_runtime_template_skips.py).
 TEMPLATE_SKIPS = True
-_TEMPLATE_METHODS = {"preFilter": ("pre_filter_skips", "pre_filter_template_state"),
-                     "preScore": ("pre_score_skips", "pre_score_template_state")}
+# With TEMPLATE_SKIPS: nor are the PreFilter plugins called whose call would do nothing but write
+# a new value (of a factory the template decides) and Skip (``pre_filter_skip_state(pod)``:
+# (key, factory), else None): the runtime writes ``factory()`` in their turn and counts them
+# skipped from the start. A plain pod's DynamicResources (no claims, no request a DeviceClass
+# may stand for) and VolumeBinding (no claim-backed volume): about 2 us a pod. False: those two
+# called (the reference, tests/scheduler/framework/test_runtime_skip_states.py).
+SKIP_STATES = True
+_TEMPLATE_METHODS = {"preFilter": ("pre_filter_skips", "pre_filter_template_state", "pre_filter_skip_state"),
+                     "preScore": ("pre_score_skips", "pre_score_template_state", None)}
 _FRAMEWORK_SERIALS = itertools.count(1)
 
 if TYPE_CHECKING:
@@ -447,38 +456,51 @@ class Framework:
     # ---------------------------------------------------------------- PreFilter
 
     def _template_plan(self, point: str, plugins: list[Any], pod: Pod) -> tuple[list[Any], frozenset[str],
-                                                                             tuple[tuple[str, Any], ...]]:
+                                                                             tuple[tuple[str, Any, bool], ...]]:
         """For ``TEMPLATE_SKIPS``: (the steps of ``point`` for this pod, in the plugins' order:
         a plugin to call, or None where a plugin's call comes down to a state write, the next of
-        the writes; the names of the plugins that Skip the pod; the writes, (key, value) in
-        order). A plugin Skips when its ``<point>_skips(pod)`` says so and comes down to a write
-        when its ``<point>_template_state(pod)`` gives one. Which plugins do either is kept in
+        the writes; the names of the plugins that Skip the pod; the writes, (key, value, fresh)
+        in order, ``fresh`` where the value is a factory to call). A plugin Skips when its
+        ``<point>_skips(pod)`` says so, comes down to a write and a Skip (``SKIP_STATES``) when
+        its ``pre_filter_skip_state(pod)`` gives (key, factory), and comes down to a write
+        when its ``<point>_template_state(pod)`` gives one. Which plugins do these is kept in
         the pod's template dict as two bit masks, with the writes, under this framework's serial
         number (the dict outlives the simulation: it holds no plugin); the steps of each pair of
         masks are kept here."""
         t = template_cache(pod)
-        key = (point, self._serial)
+        skip_states = SKIP_STATES
+        key = (point, self._serial, skip_states)
         got = t.get(key)
         if got is None:
-            skips_m, state_m = _TEMPLATE_METHODS[point]
+            skips_m, state_m, skip_state_m = _TEMPLATE_METHODS[point]
             skip_mask = write_mask = 0
-            writes: list[tuple[str, Any]] = []
+            writes: list[tuple[str, Any, bool]] = []
             for i, p in enumerate(plugins):
                 f = getattr(p, skips_m, None)
                 if f is not None and f(pod):
                     skip_mask |= 1 << i
                     continue
+                if skip_states and skip_state_m is not None:
+                    f = getattr(p, skip_state_m, None)
+                    w = f(pod) if f is not None else None
+                    if w is not None:
+                        # Both bits: a write step, and the name skipped from the start.
+                        skip_mask |= 1 << i
+                        write_mask |= 1 << i
+                        writes.append((w[0], w[1], True))
+                        continue
                 f = getattr(p, state_m, None)
                 w = f(pod) if f is not None else None
                 if w is not None:
                     write_mask |= 1 << i
-                    writes.append(w)
+                    writes.append((w[0], w[1], False))
             got = t[key] = (skip_mask, write_mask, tuple(writes))
         skip_mask, write_mask, writes_t = got
         plan = self._skip_plans.get((point, skip_mask, write_mask))
         if plan is None:
             plan = self._skip_plans[(point, skip_mask, write_mask)] = (
-                [None if write_mask >> i & 1 else p for i, p in enumerate(plugins) if not skip_mask >> i & 1],
+                [None if write_mask >> i & 1 else p for i, p in enumerate(plugins)
+                 if write_mask >> i & 1 or not skip_mask >> i & 1],
                 frozenset(p.name for i, p in enumerate(plugins) if skip_mask >> i & 1))
         return plan[0], plan[1], writes_t
 
@@ -499,11 +521,13 @@ class Framework:
         the pod's template are not called; their names are in the skip set from the start
         (cut back to those before the stopping plugin if one stops the loop, as the reference).
         Those that only write a state value of the template (``pre_filter_template_state``)
-        are not called either: the value is written in their turn."""
+        are not called either: the value is written in their turn; nor (``SKIP_STATES``) are
+        those that only write a new value and Skip (``pre_filter_skip_state``): the factory's
+        value is written in their turn, and their names are skipped from the start."""
         result: PreFilterResult | None = None
         narrowing: list[str] = []
         plugins: list[Any] = self.pre_filter_plugins
-        writes: tuple[tuple[str, Any], ...] = ()
+        writes: tuple[tuple[str, Any, bool], ...] = ()
         if TEMPLATE_SKIPS:
             plugins, pre_skipped, writes = self._template_plan("preFilter", plugins, pod)
             skipped: set[str] = set(pre_skipped)
@@ -516,9 +540,10 @@ class Framework:
         wi = 0
         for p in plugins:
             if p is None:
-                # A plugin whose PreFilter only writes this template's state (and succeeds).
-                k, v = writes[wi]
-                state.write(k, v)
+                # A plugin whose PreFilter only writes this template's state (and succeeds), or
+                # (SKIP_STATES) only writes a new value of the template's factory (and Skips).
+                k, v, fresh = writes[wi]
+                state.write(k, v() if fresh else v)
                 wi += 1
                 continue
             r, st = p.pre_filter(state, pod, nodes)
@@ -656,7 +681,7 @@ class Framework:
         write a state value of the template (``pre_score_template_state``) are not called
         either: the value is written in their turn."""
         plugins: list[Any] = self.points["preScore"]
-        writes: tuple[tuple[str, Any], ...] = ()
+        writes: tuple[tuple[str, Any, bool], ...] = ()
         if TEMPLATE_SKIPS:
             plugins, pre_skipped, writes = self._template_plan("preScore", plugins, pod)
             skipped: set[str] = set(pre_skipped)
@@ -667,7 +692,7 @@ class Framework:
         for p in plugins:
             if p is None:
                 # A plugin whose PreScore only writes this template's state (and succeeds).
-                k, v = writes[wi]
+                k, v, _ = writes[wi]
                 state.write(k, v)
                 wi += 1
                 continue

@@ -196,6 +196,11 @@ class _State(StateData):
 # The PreFilter state of a pod with nothing to allocate: no claims, so no extension point
 # writes to it (Filter and Score return at once, Reserve/Unreserve/PreBind have nothing to do).
 _NO_CLAIMS = _State()
+
+
+def _no_claims() -> _State:
+    """The state of a pod with nothing to allocate (``pre_filter_skip_state``'s factory)."""
+    return _NO_CLAIMS
 _SKIP = Status.skip()
 
 
@@ -253,6 +258,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, PreFilterExtensions, S
         out = mapped_requests(pod_requests(pod), resolver)
         cache["dra.mapped"] = (resolver, out)
         return out
+
+    def pre_filter_skip_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """PreFilter writes the shared empty state and Skips a pod without claims none of whose
+        requests names a resource a DeviceClass may stand for: no resolver maps any of them,
+        so the template alone decides (the runtime's ``SKIP_STATES``)."""
+        if pod_has_claims(pod) or any(v and is_dra_extended_resource_name(k) for k, v in pod_requests(pod).items()):
+            return None
+        return STATE_KEY, _no_claims
 
     def _new_share_id(self) -> str:
         # A source of its own (seeded): drawing from the scheduler's would shift its tie-breaks.

@@ -176,6 +176,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return None, Status(Code.UNSCHEDULABLE, CLAIMS_NOT_SIGNABLE)
         return [SignFragment(VOLUMES_SIGNER_NAME, volumes_signer(pod))], None
 
+    def pre_filter_skip_state(self, pod: Pod) -> tuple[str, Any] | None:
+        """PreFilter writes a new empty state (Reserve and PreBind write to it) and Skips a pod
+        none of whose volumes is backed by a claim (which volumes are is the template's; the
+        runtime's ``SKIP_STATES``)."""
+        if any(volume_claim_name(pod, v) is not None for v in pod.volumes):
+            return None
+        return STATE_KEY, _State
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: NodeList) -> tuple[PreFilterResult | None, Status | None]:
         has, err = self._pod_has_pvcs(pod)
