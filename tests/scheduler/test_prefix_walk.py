@@ -52,6 +52,10 @@ class _RowCache:
     def combined_filter_mask(self, plugins: Any, state: Any, pod: Any, snapshot: Any) -> np.ndarray:
         return self.combined
 
+    def combined_filter_mask_counted(self, plugins: Any, state: Any, pod: Any,
+                                     snapshot: Any) -> tuple[np.ndarray, int]:
+        return self.combined, len(self.combined) - int(np.count_nonzero(self.combined))
+
 
 class _Framework:
     def __init__(self, plan: tuple[list[Any], list[Any], list[Any], list[Any]], combined: np.ndarray) -> None:

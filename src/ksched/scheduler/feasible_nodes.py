@@ -27,6 +27,10 @@ longer pays for every node). The prefix's verdicts are those of the whole mask's
 feasible nodes and the number processed are the same; when the prefixes run out before enough
 nodes are found, the whole-mask steps run as before (and diagnose).
 
+When the row cache counts no row that the cached plugins' combined verdicts reject (a cluster
+with room), the first window and steps 1-3 take them as all True without reading them
+(``ALL_PASS``).
+
 Whatever the path, the feasible nodes, the number of nodes processed and every status are
 those of the per-node reference (``Framework.vectorize = False``), which the fast-path
 agreement tests check.
@@ -63,6 +67,12 @@ PREFIX_WALK = True
 # not 1,000 and 420): with fewer, a pod whose nodes pass at the rate of the first window's
 # usually needs more than half of them anyway, and two parts cost more than one whole mask.
 PREFIX_WALK_MIN_RATIO = 4
+# When the cached plugins' combined verdicts reject no row (the row cache counts them as rows
+# are refreshed: ``combined_filter_mask_counted``), the window passes them without a look and
+# the masks start from all True, instead of gathering the verdicts of the walk's rows (most
+# cycles of a cluster with room: about 2 us a cycle at 1,000 nodes). False: the verdicts read
+# row by row every time (the reference, tests/scheduler/test_all_pass_shortcut.py).
+ALL_PASS = True
 
 
 class FilterError(Exception):
@@ -93,6 +103,7 @@ class FeasibleNodeFinder:
         # for find over the same walk (those rows are not asked again): plugin -> verdicts.
         self._window_masks: dict[str, np.ndarray] = {}
         self._combined: np.ndarray | None = None  # the cached plugins' combined verdicts by row
+        self._combined_all = False  # ... and whether they pass every row (ALL_PASS)
 
     def find(self, state: CycleState, pod: Pod, rows: np.ndarray, num_to_find: int,
              diagnosis: Diagnosis, explain: Explanation | None, rotation: int | None = None) -> tuple[np.ndarray, int]:
@@ -171,9 +182,17 @@ class FeasibleNodeFinder:
                 if any(row_of.get(nn) in in_window for nn in nominated):
                     return None
         if plan.cached:
-            combined = self._combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
-            if not all_1d(combined[window]):
-                return None
+            if ALL_PASS:
+                combined, rejected = fw.row_cache.combined_filter_mask_counted(plan.cached, state, pod,
+                                                                               self.snapshot)
+                self._combined, self._combined_all = combined, not rejected
+                if rejected and not all_1d(combined[window]):
+                    return None
+            else:
+                combined = self._combined = fw.row_cache.combined_filter_mask(plan.cached, state, pod,
+                                                                              self.snapshot)
+                if not all_1d(combined[window]):
+                    return None
         for p in plan.vector:
             assert isinstance(p, VectorizedFilter)
             m = p.filter_nodes(state, pod, self.snapshot, window)
@@ -204,8 +223,11 @@ class FeasibleNodeFinder:
         if plan.cached:
             combined = self._combined
             if combined is None:
-                combined = self._combined = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod,
-                                                                                   self.snapshot)
+                combined, rejected = self.fw.row_cache.combined_filter_mask_counted(plan.cached, state, pod,
+                                                                                    self.snapshot)
+                self._combined, self._combined_all = combined, not rejected
+            if ALL_PASS and self._combined_all:
+                combined = None  # every row passes them: the parts start from all True
         known = self._window_masks
         snapshot = self.snapshot
         found: list[np.ndarray] = []  # positions of the feasible nodes found so far, by prefix part
@@ -262,9 +284,12 @@ class FeasibleNodeFinder:
         array). A vectorized plugin that declines this pod moves to ``plan.node``."""
         if plan.cached:
             combined, self._combined = self._combined, None
+            all_pass = self._combined_all
             if combined is None:
-                combined = self.fw.row_cache.combined_filter_mask(plan.cached, state, pod, self.snapshot)
-            mask = combined[rows]
+                combined, rejected = self.fw.row_cache.combined_filter_mask_counted(plan.cached, state, pod,
+                                                                                    self.snapshot)
+                all_pass = not rejected
+            mask = np.ones(len(rows), dtype=bool) if ALL_PASS and all_pass else combined[rows]
         else:
             mask = np.ones(len(rows), dtype=bool)
         declined: set[str] = set()

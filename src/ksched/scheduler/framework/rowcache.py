@@ -7,6 +7,8 @@ then share one array of verdicts/scores over all node rows, and each cycle recom
 rows whose NodeInfo changed since (``Snapshot.changed_rows_since``): after a pod is bound,
 that is one node, not all of them. Results are identical to computing every row afresh: the
 cache is correct exactly when the plugin's key captures everything its Filter/Score read.
+A combined Filter entry also counts the rows it rejects, kept as rows are refreshed
+(``combined_filter_mask_counted``, for ``feasible_nodes.ALL_PASS``).
 """
 
 from __future__ import annotations
@@ -46,12 +48,15 @@ _PLAN_SERIALS = itertools.count(1)
 
 
 class _Entry:
-    __slots__ = ("generation", "snapshot", "values")
+    __slots__ = ("generation", "rejected", "snapshot", "values")
 
     def __init__(self, values: np.ndarray, generation: int, snapshot: Snapshot) -> None:
         self.values = values
         self.generation = generation
         self.snapshot = snapshot
+        # Combined Filter entries: how many rows are False (kept as rows are refreshed), for
+        # ``combined_filter_mask_counted``; -1 elsewhere.
+        self.rejected = -1
 
 
 class RowResultCache:
@@ -209,9 +214,18 @@ class RowResultCache:
         their per-node Filters once, instead of refreshing one array per plugin and ANDing
         them. Do not modify the result. The per-plugin arrays (``filter_mask``) stay
         available for diagnosing a pod that fits nowhere."""
+        return self.combined_filter_mask_counted(plugins, state, pod, snapshot)[0]
+
+    def combined_filter_mask_counted(self, plugins: list[Any], state: CycleState, pod: Pod,
+                                     snapshot: Snapshot) -> tuple[np.ndarray, int]:
+        """``combined_filter_mask``, and how many rows it rejects (free rows included): counted
+        when the entry is built and kept as rows are refreshed, so a caller learns that every
+        row passes without looking at the array (``feasible_nodes.ALL_PASS``)."""
         k = self._combined_key(plugins, "combined", pod)
+        flips = 0  # rows that went from passing to failing, less those that went back
 
         def update_row(values: np.ndarray, r: int, ni: NodeInfo | None) -> bool:
+            nonlocal flips
             ok = ni is not None
             if ok:
                 for p in plugins:
@@ -219,18 +233,25 @@ class RowResultCache:
                     if st is not None and st.code != Code.SUCCESS:
                         ok = False
                         break
-            values[r] = ok
+            if values[r] != ok:
+                flips += -1 if ok else 1
+                values[r] = ok
             return True
 
         got = self._refreshed(k, snapshot, update_row)
         if got is not None:
-            return got
+            e = self._entries[k]  # (current: _refreshed found it)
+            if flips:
+                e.rejected += flips
+            return got, e.rejected
         values = None
         for p in plugins:
             m = self.filter_mask(p, state, pod, snapshot)
             values = m.copy() if values is None else np.logical_and(values, m, out=values)
         assert values is not None
-        return self._store(k, values, snapshot)
+        self._store(k, values, snapshot)
+        rejected = self._entries[k].rejected = len(values) - int(np.count_nonzero(values))
+        return values, rejected
 
     @staticmethod
     def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: np.ndarray) -> np.ndarray:
