@@ -23,7 +23,9 @@ Everything else (anchors, aliases, tags, merge keys, flow collections with conte
 scalars, multi-line scalars, ``key:`` with nothing after it, a top-level sequence, directives,
 ``...``) is left to PyYAML. Documents of one shape (the same lines but for their values: the
 pods of one app) are built by replaying what building the first of them did (``PLANS``), the
-steps written out as a function once a plan is replayed (``COMPILED_PLANS``).
+steps written out as a function once a plan is replayed (``COMPILED_PLANS``). A text's distinct
+lines are read once each, then its lines are looked up and cut into documents at its ``---``
+lines in one pass (``SPLIT_DOCUMENTS``; the reference reads the text line by line).
 Upstream has no such reader: kubectl reads YAML with
 sigs.k8s.io/yaml (YAML 1.1 rules for these scalars), as PyYAML does.
 """
@@ -157,6 +159,8 @@ def read_documents(text: str, strings: dict[str, str]) -> list[Any] | None:
     if "\t" in text or "\r" in text or "\ufeff" in text:
         return None
     try:
+        if SPLIT_DOCUMENTS:
+            return _documents_split(text, strings)
         return _documents(text, strings)
     except _Decline:
         return None
@@ -177,6 +181,67 @@ _Plan = list[tuple[int, int, "str | None", int]]
 PLANS = True
 _PLANS_MAX = 4096
 _plans: dict[tuple[int, ...], _Plan] = {}
+
+
+# The text's distinct lines read first (each once, in any order: a line's reading does not
+# depend on where it is), then its lines looked up in one pass and cut at the ``---`` lines
+# (``_documents_split``); False: the text read line by line (``_documents``, the reference).
+# The same documents, or a decline for the same texts: a text is declined when any of its lines
+# is, or when its documents are (an empty one, a document _build refuses).
+SPLIT_DOCUMENTS = True
+_SKIP = object()  # a blank line or a whole-line comment
+_SEP = object()  # a ``---`` line
+
+
+def _documents_split(text: str, strings: dict[str, str]) -> list[Any]:
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()  # (the text's final line end: most texts have no other blank line)
+    lines: dict[str, Any] = {}
+    skips = False
+    for line in set(parts):  # (as _documents reads a line it has not read before)
+        if not line or line[-1] == " " or line.lstrip(" ")[:1] == "#":
+            if line.strip(" ") == "":
+                lines[line] = _SKIP
+                skips = True
+                continue
+            if line.lstrip(" ")[:1] == "#":
+                if _NOT_IN_COMMENT(line) is not None:
+                    raise _Decline
+                lines[line] = _SKIP
+                skips = True
+                continue
+            raise _Decline  # trailing spaces
+        if line[0] in "-.%" and (line.startswith(("---", "...", "%"))):
+            if line != "---":
+                raise _Decline
+            lines[line] = _SEP
+            continue
+        _line(line, lines, strings)
+    got: list[Any] = list(map(lines.__getitem__, parts))
+    if skips:
+        got = [g for g in got if g is not _SKIP]  # (skipped lines change nothing)
+    # As _documents: content before the first "---" is a document (none: the first "---" opens
+    # one); after each "---" a document, which may not be empty (an empty document, or an
+    # explicit one at the end).
+    docs: list[Any] = []
+    n = len(got)
+    try:
+        i = got.index(_SEP)
+    except ValueError:
+        i = n
+    if i:
+        docs.append(_document(got[:i], strings))
+    while i < n:
+        start = i + 1
+        try:
+            i = got.index(_SEP, start)
+        except ValueError:
+            i = n
+        if i == start:
+            raise _Decline  # an empty document
+        docs.append(_document(got[start:i], strings))
+    return docs
 
 
 def _documents(text: str, strings: dict[str, str]) -> list[Any]:
