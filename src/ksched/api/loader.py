@@ -13,6 +13,9 @@ defines is set aside in :attr:`LoadResult.skipped` (by kind) instead of being an
 Objects exported from an API server (they carry a ``resourceVersion`` or ``creationTimestamp``:
 ``kubectl get -o yaml`` dumps, snapshots) are marked :attr:`Manifest.existing`; their Events
 are set aside too (they describe the other cluster's past).
+
+Fast paths, each with its reference behind a flag: ``SHARE_POD_PARSE`` (pods of one spec share
+a parse), ``LAZY_POD_REF`` (a pod's reference for its errors made only when it has one).
 """
 
 from __future__ import annotations
@@ -362,23 +365,37 @@ def build_object(m: Manifest, validate_objects: bool = True, scheme: Scheme | No
     ``like``: the pods parsed so far by spec key, namespace and labels (``Pod.like``)."""
     raw = m.raw
     idx = m.index
-    ref = m.ref
-    item_prefix = f"items[{m.item}]." if m.item is not None else ""
     scheme = scheme or Scheme()
     try:
         cls = scheme.kind_class(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
     except UnknownKindError as e:
-        return None, [LoadError(m.source, str(e), idx, ref, f"{item_prefix}kind", unknown_kind=bool(e.kind))]
+        return None, [LoadError(m.source, str(e), idx, m.ref, f"{_item_prefix(m)}kind", unknown_kind=bool(e.kind))]
+    # The object's reference (``m.ref``) names it in errors only. A pod's is made when there is
+    # one (LAZY_POD_REF; a pod's validation and parse only read its manifest); any other
+    # object's before validation, which may change a manifest (a custom object's pruning).
+    ref = None if LAZY_POD_REF and cls is Pod else m.ref
     if validate_objects:
         ferrs = scheme.validate(raw, cls)
         if ferrs:
+            ref = m.ref if ref is None else ref
+            item_prefix = _item_prefix(m)
             return None, [LoadError(m.source, fe.message, idx, ref, item_prefix + fe.path) for fe in ferrs]
     try:
         if like is not None and validate_objects and cls is Pod:
             return _pod_like(raw, like), []
         return cls.from_dict(raw), []
     except (ValueError, TypeError, AttributeError) as e:
-        return None, [LoadError(m.source, f"cannot parse: {e}", idx, ref, item_prefix.rstrip("."))]
+        ref = m.ref if ref is None else ref
+        return None, [LoadError(m.source, f"cannot parse: {e}", idx, ref, _item_prefix(m).rstrip("."))]
+
+
+# A pod's reference for its errors made only when it has one (``build_object``); False: every
+# object's made first (the reference).
+LAZY_POD_REF = True
+
+
+def _item_prefix(m: Manifest) -> str:
+    return f"items[{m.item}]." if m.item is not None else ""
 
 
 def _pod_like(raw: dict[str, Any], like: dict[Any, Pod]) -> Pod:
