@@ -2,7 +2,8 @@
 lines looked up in one pass and cut at its ``---`` lines, against the reference (the text read
 line by line, ``_documents``): the same documents, or the same decline, for every text (with
 blank lines, comments, ``---`` lines anywhere, empty documents, junk lines) and whatever was
-read before."""
+read before; with ``LINE_PREFIXES`` (a "key: value" line read from an earlier line of the same
+beginning) and without."""
 
 from __future__ import annotations
 
@@ -27,13 +28,19 @@ def reference(text: str) -> list[Any] | None:
         blockyaml.SPLIT_DOCUMENTS = saved
 
 
-def split(text: str) -> list[Any] | None:
-    assert blockyaml.SPLIT_DOCUMENTS
-    return read_documents(text, {})
+def split(text: str, prefixes: bool = True) -> list[Any] | None:
+    assert blockyaml.SPLIT_DOCUMENTS and blockyaml.LINE_PREFIXES
+    blockyaml.LINE_PREFIXES = prefixes
+    try:
+        return read_documents(text, {})
+    finally:
+        blockyaml.LINE_PREFIXES = True
 
 
 def _same(text: str) -> None:
-    assert repr(split(text)) == repr(reference(text)), text
+    want = repr(reference(text))
+    assert repr(split(text)) == want, text
+    assert repr(split(text, prefixes=False)) == want, text
     _agrees(text)
 
 
@@ -75,3 +82,29 @@ def test_random_texts_are_the_references(text: str, cold: bool) -> None:
 @given(st.lists(_LINE, max_size=12))
 def test_junk_is_the_references(lines: list[str]) -> None:
     _same("\n".join(lines))
+
+
+_VALUES = st.one_of(st.sampled_from(["x", "app-0001-00002", "1", "yes", "~", "null", "2001-01-01", "-1", ".inf",
+                                     "'q'", '"d"', "{}", "[]", "a b", "a:b", "a: b", "a ", "a #c", "'it''s'",
+                                     "{a: 1}", "[1]", "&x a", "*x", "!!str 1", "|", ">", "", "0x_", "é", "a\tb"]),
+                    st.text(alphabet="ab1 :'\"#-.{}[]", min_size=0, max_size=5))
+
+
+@st.composite
+def same_beginnings(draw: st.DrawFn) -> str:
+    """Documents whose "key: value" lines repeat with other values (the pods of one app)."""
+    lines = ["a: x", "  name: x", "- k: x", "  - k: x", "m:", "  n: x", "l:", "- x"]
+    docs = []
+    for _ in range(draw(st.integers(1, 4))):
+        doc = ["kind: Pod", "metadata:", "  name: " + draw(_VALUES), "  namespace: t", "spec:",
+               "  c:", "  - name: " + draw(_VALUES), "    image: " + draw(_VALUES)]
+        if draw(st.booleans()):
+            doc.append(draw(st.sampled_from(lines)).replace("x", draw(_VALUES)))
+        docs.append("\n".join(doc))
+    return "\n---\n".join(docs) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(same_beginnings())
+def test_lines_of_known_beginnings_are_the_references(text: str) -> None:
+    _same(text)

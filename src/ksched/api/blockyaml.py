@@ -25,7 +25,9 @@ scalars, multi-line scalars, ``key:`` with nothing after it, a top-level sequenc
 pods of one app) are built by replaying what building the first of them did (``PLANS``), the
 steps written out as a function once a plan is replayed (``COMPILED_PLANS``). A text's distinct
 lines are read once each, then its lines are looked up and cut into documents at its ``---``
-lines in one pass (``SPLIT_DOCUMENTS``; the reference reads the text line by line). A plain
+lines in one pass (``SPLIT_DOCUMENTS``; the reference reads the text line by line), a "key:
+value" line that differs from one read before only in its value taken from that line's parts
+(``LINE_PREFIXES``). A plain
 scalar no implicit resolver can apply to (by its first character) is a string without asking
 PyYAML's resolver (``FAST_TAGS``).
 Upstream has no such reader: kubectl reads YAML with
@@ -54,6 +56,7 @@ _KEY = r"[A-Za-z0-9_./][A-Za-z0-9_./-]*"
 _PLAIN = r"(?:[A-Za-z0-9_./~(]|-(?=[A-Za-z0-9.]))(?:[A-Za-z0-9_./~()+=@$^;-]|:(?=[^ ])| (?=[^ #]))*"
 _VALUE = rf"{_PLAIN}|'[ -&(-~]*'|\"[ !#-\[\]-~]*\"|\{{\}}|\[\]"
 _ENTRY = re.compile(rf"( *)(- )?(?:({_KEY}):(?: ({_VALUE}))?|({_VALUE}))").fullmatch
+_VALUE_ONLY = re.compile(_VALUE).fullmatch
 
 # A character of a comment that PyYAML reads as a line break (NEL, LS, PS: what follows it is
 # content) or refuses (a non-printable one): the text is declined.
@@ -206,6 +209,10 @@ _plans: dict[tuple[int, ...], _Plan] = {}
 # The same documents, or a decline for the same texts: a text is declined when any of its lines
 # is, or when its documents are (an empty one, a document _build refuses).
 SPLIT_DOCUMENTS = True
+# In ``_documents_split``, a line that is a "key: value" line read before but for its value
+# (the name of each pod of a file) is read from that line's parts and its own value, without
+# matching the whole line again; False: every line read by ``_line`` (the reference).
+LINE_PREFIXES = True
 _SKIP = object()  # a blank line or a whole-line comment
 _SEP = object()  # a ``---`` line
 
@@ -215,6 +222,7 @@ def _documents_split(text: str, strings: dict[str, str]) -> list[Any]:
     if parts[-1] == "":
         parts.pop()  # (the text's final line end: most texts have no other blank line)
     lines: dict[str, Any] = {}
+    prefixes: dict[str, _Line] = {}  # (LINE_PREFIXES) a "key: value" line by its beginning
     skips = False
     for line in set(parts):  # (as _documents reads a line it has not read before)
         if not line or line[-1] == " " or line.lstrip(" ")[:1] == "#":
@@ -234,7 +242,25 @@ def _documents_split(text: str, strings: dict[str, str]) -> list[Any]:
                 raise _Decline
             lines[line] = _SEP
             continue
-        _line(line, lines, strings)
+        if LINE_PREFIXES:
+            # A line made of a "key: value" line's beginning read before (its indentation, "- ",
+            # key and ": ") and a value token is that line with this value: _ENTRY's groups are
+            # the same (the key ends at the first ":"), as are the key's checks and the shape.
+            cut = line.find(": ") + 2
+            known = prefixes.get(line[:cut]) if cut > 1 else None
+            if known is not None:
+                text = line[cut:]
+                if _VALUE_ONLY(text) is not None:
+                    val = _scalar(text)
+                    if val[0] == _SCALAR and val[1].__class__ is str and len(val[1]) <= 64:
+                        val = (_SCALAR, strings.setdefault(val[1], val[1]))  # (as _line)
+                    lines[line] = (known[0], known[1], known[2], val, known[4])
+                    continue
+            parsed = _line(line, lines, strings)
+            if parsed[2] is not None and parsed[3] is not None:
+                prefixes[" " * parsed[0] + ("- " if parsed[1] else "") + parsed[2] + ": "] = parsed
+        else:
+            _line(line, lines, strings)
     got: list[Any] = list(map(lines.__getitem__, parts))
     if skips:
         got = [g for g in got if g is not _SKIP]  # (skipped lines change nothing)
