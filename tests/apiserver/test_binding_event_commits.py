@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -39,11 +40,14 @@ _ops = st.lists(st.one_of(
 
 
 def _pod(name: str, shape: str) -> dict[str, Any]:
+    """A pod manifest of one of the shapes (``gpu``: used by test_store_write_fast_paths)."""
     ct: dict[str, Any] = {"name": "c", "image": "i"}
     if shape == "cpu":
         ct["resources"] = {"requests": {"cpu": "3", "memory": "1Gi"}}
     elif shape == "big":
         ct["resources"] = {"requests": {"cpu": "7"}}
+    elif shape == "gpu":
+        ct["resources"] = {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}
     elif shape == "port":
         ct["ports"] = [{"containerPort": 80, "hostPort": 8080}]
     spec: dict[str, Any] = {"containers": [ct]}
@@ -67,11 +71,16 @@ def _seen(obj: KubeObject | None) -> Any:
             getattr(obj, "node_name", None), getattr(obj, "nominated_node_name", None))
 
 
-def _run(direct: bool, ops: list[tuple[Any, ...]], conflicts: bool) -> list[Any]:
+def store_under_test(conflicts: bool, prepare: Callable[[Store], None] = lambda s: None,
+                     ) -> tuple[VirtualClock, Store, list[Any], list[bool], list[Any]]:
+    """A store with two small nodes (``prepare`` runs on it first), the conflict resolver's pod
+    checks when ``conflicts``, a persistence hook that records each commit and refuses the next
+    write once ``refuse[0]`` is set, and four watches (Pods, Pods of ``app=x``, Events, Events of
+    ``default``). Returns (clock, store, hooked, refuse, watches); shared with
+    test_store_write_fast_paths."""
     clock = VirtualClock(1000.0)
     store = Store(clock)
-    store.direct_binding_commit = direct
-    store.direct_event_commit = direct
+    prepare(store)
     for name, cpu in (("n1", "8"), ("n2", "4")):
         store.create({"apiVersion": "v1", "kind": "Node",
                       "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
@@ -90,6 +99,30 @@ def _run(direct: bool, ops: list[tuple[Any, ...]], conflicts: bool) -> list[Any]
     store.on_commit.append(hook)
     watches = [store.watch("Pod"), store.watch("Pod", label_selector=LabelSelector.from_dict(
         {"matchLabels": {"app": "x"}})), store.watch("Event"), store.watch("Event", namespace="default")]
+    return clock, store, hooked, refuse, watches
+
+
+def store_books(store: Store) -> list[Any]:
+    """The node ledger, the terminating set and the conflict resolver's bound pods, comparable."""
+    out: list[Any] = [("ledger", sorted((n, sorted(u.requested.items()), u.pods, sorted(u.ports), sorted(u.pod_keys))
+                                        for n, u in store.accounting.usage.items())),
+                      ("terminating", sorted(store._terminating.items()))]
+    bp = store.pod_conflicts
+    if bp is not None:
+        out.append(("bound pods", sorted((ns, sorted(p)) for ns, p in bp.by_namespace.items()),
+                    sorted(bp.with_anti_affinity)))
+    return out
+
+
+def _direct(on: bool) -> Callable[[Store], None]:
+    def prepare(store: Store) -> None:
+        store.direct_binding_commit = on
+        store.direct_event_commit = on
+    return prepare
+
+
+def _run(direct: bool, ops: list[tuple[Any, ...]], conflicts: bool) -> list[Any]:
+    clock, store, hooked, refuse, watches = store_under_test(conflicts, _direct(direct))
     out: list[Any] = []
     for op in ops:
         try:
@@ -119,13 +152,7 @@ def _run(direct: bool, ops: list[tuple[Any, ...]], conflicts: bool) -> list[Any]
         out.append(("watch", [(e.type, e.resource_version, _seen(e.object)) for e in w.drain()]))
     for kind in ("Pod", "Event"):
         out.append((kind, sorted(json.dumps(_seen(o)) for o in store.items(kind))))
-    out.append(("ledger", sorted((n, sorted(u.requested.items()), u.pods, sorted(u.ports), sorted(u.pod_keys))
-                                 for n, u in store.accounting.usage.items())))
-    out.append(("terminating", sorted(store._terminating.items())))
-    bp = store.pod_conflicts
-    if bp is not None:
-        out.append(("bound pods", sorted((ns, sorted(p)) for ns, p in bp.by_namespace.items()),
-                    sorted(bp.with_anti_affinity)))
+    out += store_books(store)
     return out
 
 

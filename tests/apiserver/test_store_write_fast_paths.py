@@ -10,7 +10,6 @@ virtual clock (deterministic uids) or a real one."""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
@@ -18,18 +17,15 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.apiserver.test_binding_event_commits import _pod, store_books, store_under_test
 
 from ksched.api.errors import ApiError
-from ksched.api.labels import LabelSelector
 from ksched.api.meta import KubeObject
 from ksched.apiserver import store as store_module
 from ksched.apiserver.store import Store
 from ksched.clock import VirtualClock
 
 FLAGS = ("FAST_BIND", "FAST_STATUS_COMMIT", "FAST_RECORDED_EVENT")
-
-_ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
 
 _pods = st.sampled_from(["a", "b", "c"])
 _shapes = st.sampled_from(["plain", "cpu", "big", "port", "anti", "failed", "pending", "gpu"])
@@ -43,30 +39,6 @@ _ops = st.lists(st.one_of(
     st.tuples(st.just("event"), _pods, st.sampled_from(["default", "gone", ""])),
     st.tuples(st.just("refuse")),  # the persistence hook refuses the next write
     st.tuples(st.just("tick"))), max_size=18)
-
-
-def _pod(name: str, shape: str) -> dict[str, Any]:
-    ct: dict[str, Any] = {"name": "c", "image": "i"}
-    if shape == "cpu":
-        ct["resources"] = {"requests": {"cpu": "3", "memory": "1Gi"}}
-    elif shape == "big":
-        ct["resources"] = {"requests": {"cpu": "7"}}
-    elif shape == "gpu":
-        ct["resources"] = {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}
-    elif shape == "port":
-        ct["ports"] = [{"containerPort": 80, "hostPort": 8080}]
-    spec: dict[str, Any] = {"containers": [ct]}
-    if shape == "anti":
-        spec["affinity"] = copy.deepcopy(_ANTI)
-    raw: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                           "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
-                           "spec": spec}
-    if shape == "failed":
-        raw["status"] = {"phase": "Failed"}
-    elif shape == "pending":
-        raw["status"] = {"phase": "Pending", "nominatedNodeName": "n1",
-                         "conditions": [{"type": "PodScheduled", "status": "False"}]}
-    return raw
 
 
 def _seen(obj: KubeObject | None) -> Any:
@@ -88,30 +60,13 @@ def _run(fast: bool, ops: list[tuple[Any, ...]], conflicts: bool, virtual: bool)
             setattr(store_module, f, True)
 
 
+def _random_uids(store: Store) -> None:
+    # Random uids (a real clock's): each run its own, so compared by their shape only.
+    store.deterministic_uids = False
+
+
 def _ops_on_store(ops: list[tuple[Any, ...]], conflicts: bool, virtual: bool) -> list[Any]:
-    clock = VirtualClock(1000.0)
-    store = Store(clock)
-    if not virtual:
-        # Random uids (a real clock's): each run its own, so compared by their shape only.
-        store.deterministic_uids = False
-    for name, cpu in (("n1", "8"), ("n2", "4")):
-        store.create({"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                      "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "2"}}})
-    if conflicts:
-        store.enable_pod_conflicts()
-    hooked: list[Any] = []
-    refuse = [False]
-
-    def hook(etype: str, kind: str, obj: KubeObject, rv: int) -> None:
-        if refuse[0]:
-            refuse[0] = False
-            raise RuntimeError("not persisted")
-        hooked.append((etype, kind, obj.key, rv))
-
-    store.on_commit.append(hook)
-    watches = [store.watch("Pod"), store.watch("Pod", label_selector=LabelSelector.from_dict(
-        {"matchLabels": {"app": "x"}})), store.watch("Event"), store.watch("Event", namespace="default")]
+    clock, store, hooked, refuse, watches = store_under_test(conflicts, (lambda s: None) if virtual else _random_uids)
     out: list[Any] = []
     for op in ops:
         try:
@@ -149,13 +104,7 @@ def _ops_on_store(ops: list[tuple[Any, ...]], conflicts: bool, virtual: bool) ->
         out.append(("watch", [(e.type, e.resource_version, _seen(e.object), _seen(e.prev)) for e in w.drain()]))
     for kind in ("Pod", "Event"):
         out.append((kind, sorted(json.dumps(_seen(o)) for o in store.items(kind))))
-    out.append(("ledger", sorted((n, sorted(u.requested.items()), u.pods, sorted(u.ports), sorted(u.pod_keys))
-                                 for n, u in store.accounting.usage.items())))
-    out.append(("terminating", sorted(store._terminating.items())))
-    bp = store.pod_conflicts
-    if bp is not None:
-        out.append(("bound pods", sorted((ns, sorted(p)) for ns, p in bp.by_namespace.items()),
-                    sorted(bp.with_anti_affinity)))
+    out += store_books(store)
     if not virtual:
         return json.loads(_UIDS.sub("<uid>", json.dumps(out, default=str)))
     return out
