@@ -16,7 +16,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.scheduler.plugins.interpodaffinity.test_interpodaffinity_index import _informers
-from tests.scheduler.plugins.interpodaffinity.test_interpodaffinity_kept_score import _node_labels, _pod
+from tests.scheduler.plugins.interpodaffinity.test_interpodaffinity_kept_score import (
+    _node_labels,
+    _pod,
+    random_change,
+)
 
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.plugins.interpodaffinity import _index, plugin
@@ -77,32 +81,7 @@ def test_fewer_score_arrays_agree_with_the_reference(seed: int) -> None:
             picked = sorted(rng.sample(range(len(order)), rng.randint(1, len(order))))
             rows = order[np.asarray(picked, dtype=np.int64)]
             assert _cycle(r, pod, rows, True) == _cycle(r, pod, rows, False)
-        op = rng.random()
-        live = list(nodes)
-        if op < 0.35:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
-            c.add_pod(x)
-            bound[x.uid] = x
-        elif op < 0.5 and bound:
-            c.remove_pod(bound.pop(rng.choice(list(bound))))
-        elif op < 0.6:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
-            c.assume_pod(x)
-            assumed[x.uid] = x
-        elif op < 0.65 and assumed:
-            c.forget_pod(assumed.pop(rng.choice(list(assumed))))
-        elif op < 0.8:
-            name = rng.choice(live)
-            new = make_node(name, labels=_node_labels(rng, name))
-            c.update_node(nodes[name], new)
-            nodes[name] = new
-        elif op < 0.92:
-            name = f"x{rng.randint(0, 10**6)}"
-            if name not in nodes:
-                nodes[name] = make_node(name, labels=_node_labels(rng, name))
-                c.add_node(nodes[name])
-        elif len(nodes) > 2:
-            c.remove_node(nodes.pop(rng.choice(live)))
+        random_change(rng, c, nodes, bound, assumed, (0.35, 0.5, 0.6, 0.65, 0.8, 0.92), [0.0, 0.5], 2)
         r.refresh()
 
 

@@ -119,32 +119,7 @@ def _run(rng: random.Random, monkeypatch: pytest.MonkeyPatch, steps: int) -> int
     for _ in range(steps):
         for pod in incoming:
             _both(r, pod, monkeypatch)
-        op = rng.random()
-        live = list(nodes)
-        if op < 0.3:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.4]))
-            c.add_pod(x)
-            bound[x.uid] = x
-        elif op < 0.45 and bound:
-            c.remove_pod(bound.pop(rng.choice(list(bound))))
-        elif op < 0.55:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.4]))
-            c.assume_pod(x)
-            assumed[x.uid] = x
-        elif op < 0.6 and assumed:
-            c.forget_pod(assumed.pop(rng.choice(list(assumed))))
-        elif op < 0.8:
-            name = rng.choice(live)
-            new = make_node(name, labels=_node_labels(rng, name))
-            c.update_node(nodes[name], new)
-            nodes[name] = new
-        elif op < 0.9:
-            name = f"x{rng.randint(0, 10**6)}"
-            if name not in nodes:
-                nodes[name] = make_node(name, labels=_node_labels(rng, name))
-                c.add_node(nodes[name])
-        elif len(nodes) > 3:
-            c.remove_node(nodes.pop(rng.choice(live)))
+        random_change(rng, c, nodes, bound, assumed, (0.3, 0.45, 0.55, 0.6, 0.8, 0.9), [0.0, 0.4], 3)
         r.refresh()
     return kept_calls[0] - kept_calls[1]
 
@@ -193,3 +168,37 @@ def test_affinity_changes_moves() -> None:
     # The counter compares the lists of PodInfos with ``!=``: by identity only while PodInfo
     # keeps object's equality.
     assert PodInfo.__eq__ is object.__eq__
+
+
+def random_change(rng: random.Random, c: Any, nodes: dict[str, Any], bound: dict[str, Any],
+                  assumed: dict[str, Any], cuts: tuple[float, float, float, float, float, float],
+                  p_terms: list[float], min_nodes: int) -> None:
+    """One random change to the cache ``c``: by ``rng.random()`` against ``cuts``, a pod bound,
+    removed, assumed or forgotten, a node relabelled, added, or removed while more than
+    ``min_nodes`` remain (shared with test_interpodaffinity_fewer_arrays)."""
+    op = rng.random()
+    live = list(nodes)
+    if op < cuts[0]:
+        x = _pod(rng, rng.choice(live), p_terms=rng.choice(p_terms))
+        c.add_pod(x)
+        bound[x.uid] = x
+    elif op < cuts[1] and bound:
+        c.remove_pod(bound.pop(rng.choice(list(bound))))
+    elif op < cuts[2]:
+        x = _pod(rng, rng.choice(live), p_terms=rng.choice(p_terms))
+        c.assume_pod(x)
+        assumed[x.uid] = x
+    elif op < cuts[3] and assumed:
+        c.forget_pod(assumed.pop(rng.choice(list(assumed))))
+    elif op < cuts[4]:
+        name = rng.choice(live)
+        new = make_node(name, labels=_node_labels(rng, name))
+        c.update_node(nodes[name], new)
+        nodes[name] = new
+    elif op < cuts[5]:
+        name = f"x{rng.randint(0, 10**6)}"
+        if name not in nodes:
+            nodes[name] = make_node(name, labels=_node_labels(rng, name))
+            c.add_node(nodes[name])
+    elif len(nodes) > min_nodes:
+        c.remove_node(nodes.pop(rng.choice(live)))
