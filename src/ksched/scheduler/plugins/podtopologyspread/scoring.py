@@ -11,8 +11,9 @@ defaulting. NormalizeScore gives ``100 * (max + min - s) / max`` (100 for all wh
 per-domain counts by row.
 
 Fast paths, each behind a module flag with its reference kept: ``KEYED_CANDIDATES`` (no
-ignored-candidate masks when every node carries the keys) and ``DOMAIN_NORMALIZE`` (one
-domain-scoped constraint normalized per domain on the array Score returned).
+ignored-candidate masks when every node carries the keys), ``DOMAIN_NORMALIZE`` (one
+domain-scoped constraint normalized per domain on the array Score returned) and
+``FUSED_PRESCORE`` (a few domains' counts, terms and rounded terms in one Python pass).
 
 ``_Scoring`` holds these extension points; the plugin class (``plugin.py``) mixes it in, as
 upstream's methods of ``*PodTopologySpread`` in this file.
@@ -60,7 +61,7 @@ from ksched.scheduler.plugins.podtopologyspread.common import (
     _count_matching,
 )
 
-__all__ = ["DOMAIN_NORMALIZE", "KEYED_CANDIDATES", "PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
+__all__ = ["DOMAIN_NORMALIZE", "FUSED_PRESCORE", "KEYED_CANDIDATES", "PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
@@ -84,6 +85,16 @@ DOMAIN_NORMALIZE = True
 # DOMAIN_NORMALIZE works on Python ints up to this many domains.
 _DOMAIN_NORMALIZE_MAX = 32
 
+# PreScore of a domain-scoped constraint over at most ``_FUSED_MAX`` domains (zones): the seeded
+# counts, the score terms and (one constraint) their rounded values in one pass over Python
+# lists, each turned into its array once, instead of ``np.where`` for the counts and then
+# ``_terms`` and ``_round_half_away`` each converting to lists and back (NumPy's per-call
+# overhead is most of the cost at this size). The floats are the same two roundings per term;
+# False: ``np.where`` + ``_terms`` + ``_round_half_away`` (the reference,
+# tests/scheduler/plugins/podtopologyspread/test_podtopologyspread_fused_prescore.py).
+FUSED_PRESCORE = True
+_FUSED_MAX = 32
+
 
 class _PreScoreState(StateData):
     """Per soft constraint: normalizing weight, and for non-hostname constraints the matching
@@ -95,7 +106,8 @@ class _PreScoreState(StateData):
                  "rounded", "scored", "terms", "weights")
 
     def __init__(self, constraints: tuple[_Constraint, ...], counts: list[np.ndarray | None], weights: list[float],
-                 ignored_rows: np.ndarray, ignored_names: set[str], namespace: str) -> None:
+                 ignored_rows: np.ndarray, ignored_names: set[str], namespace: str,
+                 fused: list[tuple[np.ndarray, np.ndarray | None] | None] | None = None) -> None:
         self.constraints = constraints
         self.counts = counts
         self.weights = weights
@@ -104,14 +116,20 @@ class _PreScoreState(StateData):
         self.any_ignored = bool(ignored_names)
         self.namespace = namespace
         self.terms: list[np.ndarray | None] = []
-        for c, cnt, w in zip(constraints, counts, weights, strict=True):
+        # One domain-scoped constraint: the rounded score is a function of the domain alone.
+        self.rounded: np.ndarray | None = None
+        for i, (c, cnt, w) in enumerate(zip(constraints, counts, weights, strict=True)):
+            done = fused[i] if fused is not None else None
+            if done is not None:  # FUSED_PRESCORE: worked out with the counts (``_fused_terms``)
+                self.terms.append(done[0])
+                if len(constraints) == 1:
+                    self.rounded = done[1]
+                continue
             if cnt is None:
                 self.terms.append(None)
                 continue
             self.terms.append(_terms(cnt, w, float(c.max_skew - 1)))
-        # One domain-scoped constraint: the rounded score is a function of the domain alone.
-        self.rounded: np.ndarray | None = None
-        if len(constraints) == 1 and self.terms[0] is not None:
+        if len(constraints) == 1 and self.terms[0] is not None and self.rounded is None:
             self.rounded = _round_half_away(self.terms[0])
         # DOMAIN_NORMALIZE: (candidate rows, id of the snapshot, its nodes_generation) when the
         # seeded domains are exactly the candidates' domains (set by PreScore), and Score's
@@ -137,6 +155,33 @@ def _terms(counts: np.ndarray, weight: float, skew: float) -> np.ndarray:
     out = [float(max(n, 0)) * weight + skew for n in counts.tolist()]
     out[0] = 0.0
     return np.array(out, dtype=np.float64)
+
+
+def _fused_terms(sums: list[int], seeded: list[bool], weight: float, skew: float,
+                 rounded: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """FUSED_PRESCORE: from the per-domain sums and which domains are seeded, the counts
+    (``np.where(seeded, sums, -1)``), their terms (``_terms``) and, when ``rounded``, the terms
+    rounded (``_round_half_away``), in one pass. Same float operations as ``_terms``."""
+    cnt: list[int] = []
+    terms: list[float] = []
+    rnd: list[int] = []
+    floor = math.floor
+    for n, k in zip(sums, seeded, strict=True):
+        if k:
+            cnt.append(n)
+            t = float(n if n > 0 else 0) * weight + skew
+        else:
+            cnt.append(-1)
+            t = 0.0 * weight + skew
+        terms.append(t)
+        if rounded:
+            f = floor(t)
+            rnd.append(f + 1 if t - f >= 0.5 else f)
+    terms[0] = 0.0
+    if rounded:
+        rnd[0] = 0
+    return (np.array(cnt, dtype=np.int64), np.array(terms, dtype=np.float64),
+            np.array(rnd, dtype=np.int64) if rounded else None)
 
 
 def _terms_numpy(counts: np.ndarray, weight: float, skew: float) -> np.ndarray:
@@ -223,11 +268,14 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             n_kept = int(np.count_nonzero(kept)) if any_ignored else len(frows)
         counts: list[np.ndarray | None] = []
         weights: list[float] = []
+        fused: list[tuple[np.ndarray, np.ndarray | None] | None] | None = [] if FUSED_PRESCORE else None
         for c, df in zip(constraints, doms_f, strict=True):
             if c.is_hostname:
                 # Counted per node in Score; the domains are the candidate nodes.
                 counts.append(None)
                 weights.append(topology_normalizing_weight(n_kept))
+                if fused is not None:
+                    fused.append(None)
                 continue
             rkey, row_dom = _eligible_domains(snapshot, pod, c, required, not require_all)
             size = len(_domain_index(c.topology_key))
@@ -237,10 +285,21 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
                 seeded_ids = np.where(seeded_ids == 0, _domain_index(c.topology_key).id_of(""), seeded_ids)
             seeded = np.zeros(size, dtype=bool)
             seeded[seeded_ids] = True
-            weights.append(topology_normalizing_weight(int(np.count_nonzero(seeded))))
             # Matching pods of all nodes, in the domains of the candidates only.
             ds = self._rows.domain_sums(snapshot, pod.namespace, c.selector, rkey, row_dom, size)
+            if fused is not None and size <= _FUSED_MAX:
+                seeded_l = seeded.tolist()
+                w = topology_normalizing_weight(seeded_l.count(True))
+                weights.append(w)
+                cnt, terms, rnd = _fused_terms(_fit(ds.sums, size)[:size].tolist(), seeded_l, w,
+                                               float(c.max_skew - 1), len(constraints) == 1)
+                counts.append(cnt)
+                fused.append((terms, rnd))
+                continue
+            weights.append(topology_normalizing_weight(int(np.count_nonzero(seeded))))
             counts.append(np.where(seeded, _fit(ds.sums, size)[:size], -1))
+            if fused is not None:
+                fused.append(None)
         if any_ignored:
             ignored_rows = np.zeros(len(snapshot.infos), dtype=bool)
             ignored_rows[frows[ignored_f]] = True
@@ -250,7 +309,7 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             # Every candidate carries the keys (the usual case): one shared all-False array.
             ignored_rows = _none_ignored(len(snapshot.infos))
             ignored_names = set()
-        ps = _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names, pod.namespace)
+        ps = _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names, pod.namespace, fused)
         if require_all and not any_ignored and ps.rounded is not None:
             # The seeded domains are the candidates' domains (DOMAIN_NORMALIZE).
             ps.candidates = (frows, id(snapshot), snapshot.nodes_generation)
