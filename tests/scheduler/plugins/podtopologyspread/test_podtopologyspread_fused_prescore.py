@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduler.plugins.podtopologyspread.test_podtopologyspread_counts import NAMESPACES, _Cluster, pod_labels
+from tests.scheduler.plugins.podtopologyspread.test_podtopologyspread_counts import (
+    NAMESPACES,
+    _Cluster,
+    pod_labels,
+)
 from tests.scheduler.plugins.podtopologyspread.test_podtopologyspread_domain_normalize import (
     _incoming,
     _node_labels,
