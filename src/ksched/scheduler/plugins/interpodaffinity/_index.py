@@ -282,6 +282,20 @@ class Query:
 
 _QUERY_MAX = 256
 
+# Queries found by a small integer token per query key instead of by the key itself: a key is a
+# tuple holding label selectors' ``Requirement`` objects, whose hash is worked out in Python on
+# every lookup (and the memo's LRU move hashes it again). With the flag the token is found by the
+# identity of the caller's key object first (the plugin keeps its resolved terms, and so their
+# keys, per pod template), else by the key's value (one hash), and the memo is keyed by
+# (registry, token); False: keyed by (registry, key), every lookup hashing the key (the
+# reference, tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_query_tokens.py).
+# Which query answers a key, and so every answer, is the same either way.
+QUERY_TOKENS = True
+# Bounds of the token maps: past them a map is emptied (a key then gets a new token and a new
+# query, answered from the groups as a first query is).
+_TOKENS_BY_ID_MAX = 1024
+_TOKENS_MAX = 4096
+
 
 def weight_one(g: Any, key: str) -> int | None:
     return 1
@@ -346,6 +360,10 @@ class Index:
         self.sigs = Registry()
         self.terms = Registry()
         self._queries: OrderedDict[Any, Query] = OrderedDict()
+        # QUERY_TOKENS: id(key object) -> (that object, its token); key -> token.
+        self._tokens_by_id: dict[int, tuple[Any, int]] = {}
+        self._tokens: dict[Any, int] = {}
+        self._next_token = 0
 
     # ---- maintenance -----------------------------------------------------------------------
 
@@ -454,7 +472,27 @@ class Index:
     def query(self, reg: Registry, key: Any, pred: Callable[[Any], bool], weight: WeightFn = weight_one) -> Query:
         """The memoized query ``key`` over ``reg``: ``pred`` selects groups and ``weight`` gives
         their weight per topology key; both must depend only on the group and on ``key``."""
-        k = (id(reg), key)
+        if QUERY_TOKENS:
+            hit = self._tokens_by_id.get(id(key))
+            if hit is not None and hit[0] is key:
+                tok = hit[1]
+            else:
+                tokens = self._tokens
+                got = tokens.get(key)
+                if got is None:
+                    if len(tokens) >= _TOKENS_MAX:
+                        tokens.clear()
+                        self._tokens_by_id.clear()
+                    # Tokens are never reused: one made after a clear names no kept query.
+                    got = tokens[key] = self._next_token
+                    self._next_token += 1
+                tok = got
+                if len(self._tokens_by_id) >= _TOKENS_BY_ID_MAX:
+                    self._tokens_by_id.clear()
+                self._tokens_by_id[id(key)] = (key, tok)
+            k: Any = (id(reg), tok)
+        else:
+            k = (id(reg), key)
         q = self._queries.get(k)
         if q is None or q.epoch != reg.epoch:
             if q is not None:

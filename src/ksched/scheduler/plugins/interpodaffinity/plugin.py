@@ -63,6 +63,7 @@ from ksched.scheduler.framework.interface import (
 from ksched.scheduler.framework.reduce import max_1d, min_1d
 from ksched.scheduler.framework.signers import LABELS_SIGNER_NAME, labels_signer
 from ksched.scheduler.framework.status import Code, Status
+from ksched.scheduler.framework.template import known_template_cache
 from ksched.scheduler.framework.types import NodeInfo, PodInfo
 from ksched.scheduler.plugins.interpodaffinity._index import (
     KIND_ANTI,
@@ -115,6 +116,14 @@ KEPT_EXISTING_SCORE = True
 # a new array per step (the reference, tests/scheduler/plugins/interpodaffinity/
 # test_interpodaffinity_fewer_arrays.py).
 FEWER_SCORE_ARRAYS = True
+# PreScore's resolved preferred terms (namespaces merged, ``_Term``) kept on the pod's template
+# (``known_template_cache``) when no term has a namespaceSelector that names namespaces (the
+# only part that depends on more than the pod's spec: the Namespace objects): the pods of one
+# template then share the terms and their query keys, which ``_index.QUERY_TOKENS`` finds by
+# identity. False: every term resolved again every cycle (the reference,
+# tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_query_tokens.py).
+TEMPLATE_TERMS = True
+_TEMPLATE_TERMS_KEY = "InterPodAffinity.preferred"
 _EXISTING_MEMO_MAX = 1024
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
@@ -368,6 +377,21 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             nss = t.namespaces | found if found else t.namespaces
         return _Term(t.topology_key, t.label_selector, nss, weight)
 
+    def _preferred_terms(self, pod: Pod, pref: Any, pref_anti: Any) -> list[tuple[_Term, int]]:
+        """The pod's preferred affinity then anti-affinity terms, resolved, with their signed
+        weights (kept on the pod's template with ``TEMPLATE_TERMS`` when that is safe)."""
+        c = known_template_cache(pod) if TEMPLATE_TERMS else None
+        if c is not None:
+            kept = c.get(_TEMPLATE_TERMS_KEY)
+            if kept is not None:
+                return kept  # type: ignore[no-any-return]
+        out = [(self._resolve(wt.term, wt.weight), sign * wt.weight)
+               for wts, sign in ((pref, 1), (pref_anti, -1)) for wt in wts]
+        if c is not None and all(wt.term.namespace_selector is None or wt.term.namespace_selector.is_empty()
+                                 for wts in (pref, pref_anti) for wt in wts):
+            c[_TEMPLATE_TERMS_KEY] = out
+        return out
+
     def _sig_query(self, idx: Index, t: _Term) -> Query:
         """Existing pods (by label signature) matching one incoming term."""
         return idx.query(idx.sigs, t.memo_key, t.matches_sig)
@@ -524,13 +548,11 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         score: dict[str, np.ndarray] = {}
         touched = False
         # The incoming pod's preferred terms, matched by existing pods.
-        for wts, sign in ((pref, 1), (pref_anti, -1)):
-            for wt in wts:
-                t = self._resolve(wt.term, wt.weight)
-                agg = idx.aggregate(self._sig_query(idx, t), t.key)
-                if agg.n:
-                    touched = True
-                    add_into(score, t.key, agg.arr, sign * wt.weight)
+        for t, w in self._preferred_terms(pod, pref, pref_anti):
+            agg = idx.aggregate(self._sig_query(idx, t), t.key)
+            if agg.n:
+                touched = True
+                add_into(score, t.key, agg.arr, w)
         # Existing pods' terms matched by the incoming pod.
         q = self._existing_score_query(idx, pod, ns_labels, nsl_key)
         for key in q.keys:
