@@ -1,7 +1,8 @@
 """InterPodAffinity's queries found by token (``_index.QUERY_TOKENS``: by the identity of the key
-object, else by its value) and PreScore's resolved preferred terms kept per pod template
-(``plugin.TEMPLATE_TERMS``), against the reference (both off: every term resolved and every
-query found by its key, each cycle).
+object, else by its value), existing pods' term groups found by the identity of their keys
+(``_index.TERM_GROUPS_BY_ID``) and PreScore's resolved preferred terms kept per pod template
+(``plugin.TEMPLATE_TERMS``), against the reference (all off: every term resolved and every
+query and term group found by its key, each cycle).
 
 Random clusters are changed one step at a time (pods with and without terms bound, assumed,
 forgotten and removed; nodes relabelled, added and removed); after every step each incoming pod
@@ -12,6 +13,7 @@ bounds make the maps empty themselves during a run."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +29,7 @@ from ksched.testing import PluginRunner, make_node, make_pod
 
 def _set(mp: pytest.MonkeyPatch, on: bool) -> None:
     mp.setattr(_index, "QUERY_TOKENS", on)
+    mp.setattr(_index, "TERM_GROUPS_BY_ID", on)
     mp.setattr(plugin, "TEMPLATE_TERMS", on)
 
 
@@ -38,9 +41,11 @@ def _replica(tpl: Pod, i: int) -> Pod:
     return p
 
 
-def _both(r: PluginRunner, pod: Pod, mp: pytest.MonkeyPatch) -> None:
+def _both(fast: PluginRunner, ref: PluginRunner, pod: Pod, mp: pytest.MonkeyPatch) -> None:
+    """Verdicts and scores: ``fast`` (its index kept with the flags on) with the flags on,
+    ``ref`` (kept with them off) with them off."""
     got = []
-    for flag in (True, False):
+    for r, flag in ((fast, True), (ref, False)):
         _set(mp, flag)
         verdicts = {n: (None if s is None else (s.code, s.reasons)) for n, s in r.filter(pod).items()}
         _, _, st_ = r.pre_filter(pod)
@@ -55,48 +60,69 @@ def _run(rng: random.Random, mp: pytest.MonkeyPatch, steps: int, small: bool) ->
     if small:
         mp.setattr(_index, "_TOKENS_MAX", 3)
         mp.setattr(_index, "_TOKENS_BY_ID_MAX", 2)
+        mp.setattr(_index, "_TERM_GROUPS_BY_ID_MAX", 2)
     nodes = {}
     for i in range(10):
         name = f"n{i}"
         nodes[name] = make_node(name, labels=_node_labels(rng, name))
     pods = [_pod(rng, rng.choice(list(nodes)), p_terms=0.4) for _ in range(25)]
-    r = PluginRunner(["InterPodAffinity"], list(nodes.values()), pods, informers=_informers(),
-                     args={"InterPodAffinity": {"hardPodAffinityWeight": rng.choice([0, 1, 5])}})
+    args = {"InterPodAffinity": {"hardPodAffinityWeight": rng.choice([0, 1, 5])}}
+    runners = [PluginRunner(["InterPodAffinity"], list(nodes.values()), pods, informers=_informers(), args=args)
+               for _ in range(2)]
     templates = [_pod(rng, p_terms=0.7) for _ in range(3)]
     seq = 0
     bound = {x.uid: x for x in pods}
     assumed: dict[str, Pod] = {}
-    c = r.cache
     for _ in range(steps):
         for tpl in templates:
             seq += 1
-            _both(r, _replica(tpl, seq), mp)
-        op = rng.random()
-        live = list(nodes)
-        if op < 0.3:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
-            c.add_pod(x)
-            bound[x.uid] = x
-        elif op < 0.45 and bound:
-            c.remove_pod(bound.pop(rng.choice(list(bound))))
-        elif op < 0.55:
-            x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
-            c.assume_pod(x)
-            assumed[x.uid] = x
-        elif op < 0.6 and assumed:
-            c.forget_pod(assumed.pop(rng.choice(list(assumed))))
-        elif op < 0.8:
-            name = rng.choice(live)
-            new = make_node(name, labels=_node_labels(rng, name))
-            c.update_node(nodes[name], new)
-            nodes[name] = new
-        elif op < 0.9:
-            name = f"x{rng.randint(0, 10**6)}"
-            if name not in nodes:
-                nodes[name] = make_node(name, labels=_node_labels(rng, name))
-                c.add_node(nodes[name])
-        elif len(nodes) > 3:
-            c.remove_node(nodes.pop(rng.choice(live)))
+            _both(runners[0], runners[1], _replica(tpl, seq), mp)
+        for r in runners:
+            r.refresh()
+        _step(rng, runners, nodes, bound, assumed)
+
+
+class _Caches:
+    """Every runner's cache: a method called on this is called on each of them."""
+
+    def __init__(self, runners: list[PluginRunner]) -> None:
+        self.caches = [r.cache for r in runners]
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *a: [getattr(c, name)(*a) for c in self.caches]
+
+
+def _step(rng: random.Random, runners: list[PluginRunner], nodes: dict[str, Any], bound: dict[str, Pod],
+          assumed: dict[str, Pod]) -> None:
+    """One random change, made to every runner's cache."""
+    c: Any = _Caches(runners)
+    op = rng.random()
+    live = list(nodes)
+    if op < 0.3:
+        x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
+        c.add_pod(x)
+        bound[x.uid] = x
+    elif op < 0.45 and bound:
+        c.remove_pod(bound.pop(rng.choice(list(bound))))
+    elif op < 0.55:
+        x = _pod(rng, rng.choice(live), p_terms=rng.choice([0.0, 0.5]))
+        c.assume_pod(x)
+        assumed[x.uid] = x
+    elif op < 0.6 and assumed:
+        c.forget_pod(assumed.pop(rng.choice(list(assumed))))
+    elif op < 0.8:
+        name = rng.choice(live)
+        new = make_node(name, labels=_node_labels(rng, name))
+        c.update_node(nodes[name], new)
+        nodes[name] = new
+    elif op < 0.9:
+        name = f"x{rng.randint(0, 10**6)}"
+        if name not in nodes:
+            nodes[name] = make_node(name, labels=_node_labels(rng, name))
+            c.add_node(nodes[name])
+    elif len(nodes) > 3:
+        c.remove_node(nodes.pop(rng.choice(live)))
+    for r in runners:
         r.refresh()
 
 

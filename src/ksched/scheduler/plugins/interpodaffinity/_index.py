@@ -23,6 +23,12 @@ query that was answered before costs O(1) no matter how many pods or groups matc
 
 Topology values are interned per topology key into small integers (0 means "the node has no
 such label"), shared with the vectorized Filter/Score through ``Snapshot.row_values``.
+
+Fast paths, each behind a module flag with its reference kept: ``ADD_INTO_COPY`` (a key's first
+score term is a weighted copy), ``QUERY_TOKENS`` (memoized queries found by a token, by the key
+object's identity first) and ``TERM_GROUPS_BY_ID`` (an existing pod's term groups found by the
+identity of its cached term keys): the last two spare hashing label selectors' ``Requirement``s
+in Python on every lookup.
 """
 
 from __future__ import annotations
@@ -291,6 +297,12 @@ _QUERY_MAX = 256
 # reference, tests/scheduler/plugins/interpodaffinity/test_interpodaffinity_query_tokens.py).
 # Which query answers a key, and so every answer, is the same either way.
 QUERY_TOKENS = True
+# An existing pod's term groups found by the identity of the term entry's key (``pod_keys`` keeps
+# the entries per pod template) while the group found last for it is alive (a live group is the
+# registry's one for its key), instead of by the key, whose hash holds its label selector's
+# ``Requirement``s, hashed in Python; False: by the key (the reference, the same test module).
+TERM_GROUPS_BY_ID = True
+_TERM_GROUPS_BY_ID_MAX = 4096
 # Bounds of the token maps: past them a map is emptied (a key then gets a new token and a new
 # query, answered from the groups as a first query is).
 _TOKENS_BY_ID_MAX = 1024
@@ -364,6 +376,8 @@ class Index:
         self._tokens_by_id: dict[int, tuple[Any, int]] = {}
         self._tokens: dict[Any, int] = {}
         self._next_token = 0
+        # TERM_GROUPS_BY_ID: id(term group key) -> (that key, its group when last found).
+        self._term_groups: dict[int, tuple[Any, Group]] = {}
 
     # ---- maintenance -----------------------------------------------------------------------
 
@@ -441,10 +455,19 @@ class Index:
             self.sigs.add(g)
         self._bump(self.sigs, g, r, c, node)
         for key, kind, term, weight, sign in terms:
+            if TERM_GROUPS_BY_ID:
+                hit = self._term_groups.get(id(key))
+                if hit is not None and hit[0] is key and hit[1].alive:
+                    self._bump(self.terms, hit[1], r, c, node)
+                    continue
             tg = self.terms.items.get(key)
             if tg is None:
                 tg = TermGroup(key, kind, term, weight, sign)
                 self.terms.add(tg)
+            if TERM_GROUPS_BY_ID:
+                if len(self._term_groups) >= _TERM_GROUPS_BY_ID_MAX:
+                    self._term_groups.clear()
+                self._term_groups[id(key)] = (key, tg)
             self._bump(self.terms, tg, r, c, node)
 
     @staticmethod

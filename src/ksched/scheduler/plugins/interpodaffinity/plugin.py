@@ -23,7 +23,9 @@ without preferred terms of its own (only the existing pods' terms count) is kept
 labels and namespace labels and given again while no pod with terms moved
 (``KEPT_EXISTING_SCORE``, ``Snapshot.affinity_changes``). Score and NormalizeScore make fewer
 arrays (``FEWER_SCORE_ARRAYS``: the first key's gather is the result, the rescale in place; with
-``_index.ADD_INTO_COPY`` PreScore's first term per key is a weighted copy).
+``_index.ADD_INTO_COPY`` PreScore's first term per key is a weighted copy). PreScore's resolved
+preferred terms are kept per pod template (``TEMPLATE_TERMS``), so their query keys are found by
+identity (``_index.QUERY_TOKENS``).
 """
 
 from __future__ import annotations
