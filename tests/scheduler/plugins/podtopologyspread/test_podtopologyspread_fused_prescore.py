@@ -1,7 +1,9 @@
 """PodTopologySpread's PreScore with a few domains' counts, terms and rounded terms worked out in
 one Python pass (``scoring.FUSED_PRESCORE``, ``_fused_terms``) against the reference (``np.where``
 for the counts, then ``_terms`` and ``_round_half_away``): bit for bit on random sums, and as the
-framework runs PreScore, Score and NormalizeScore on random clusters changed step by step."""
+framework runs PreScore, Score and NormalizeScore on random clusters changed step by step, with
+Score taking the candidates' domain ids PreScore gathered (``scoring.CANDIDATE_DOMAINS``) or
+gathering them again."""
 
 from __future__ import annotations
 
@@ -57,8 +59,8 @@ def test_fused_terms_rounds_half_away() -> None:
 
 
 def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
-    saved = scoring.FUSED_PRESCORE
-    scoring.FUSED_PRESCORE = on
+    saved = scoring.FUSED_PRESCORE, scoring.CANDIDATE_DOMAINS
+    scoring.FUSED_PRESCORE = scoring.CANDIDATE_DOMAINS = on
     try:
         pl = r.fw.plugins["PodTopologySpread"]
         nodes = r.snapshot.node_list(rows)
@@ -71,12 +73,14 @@ def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
         per = [pl.score(state, pod, ni)[0] for ni in nodes]  # type: ignore[attr-defined]
         raw_list = np.asarray(raw).tolist()
         pl.normalize_score(state, pod, nodes, raw)  # type: ignore[attr-defined]
-        return ([None if c is None else (c.dtype.str, c.tolist()) for c in s.counts],
+        per_arr = np.asarray(per, dtype=np.int64)
+        pl.normalize_score(state, pod, nodes, per_arr)  # type: ignore[attr-defined]
+        return (per_arr.tolist(), [None if c is None else (c.dtype.str, c.tolist()) for c in s.counts],
                 [None if t is None else (t.dtype.str, t.tobytes()) for t in s.terms],
                 None if s.rounded is None else (s.rounded.dtype.str, s.rounded.tolist()),
                 s.weights, sorted(s.ignored_names), s.any_ignored, raw_list, per, np.asarray(raw).tolist())
     finally:
-        scoring.FUSED_PRESCORE = saved
+        scoring.FUSED_PRESCORE, scoring.CANDIDATE_DOMAINS = saved
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))

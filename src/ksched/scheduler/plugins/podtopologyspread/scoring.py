@@ -13,7 +13,8 @@ per-domain counts by row.
 Fast paths, each behind a module flag with its reference kept: ``KEYED_CANDIDATES`` (no
 ignored-candidate masks when every node carries the keys), ``DOMAIN_NORMALIZE`` (one
 domain-scoped constraint normalized per domain on the array Score returned) and
-``FUSED_PRESCORE`` (a few domains' counts, terms and rounded terms in one Python pass).
+``FUSED_PRESCORE`` (a few domains' counts, terms and rounded terms in one Python pass) and
+``CANDIDATE_DOMAINS`` (Score takes the candidates' domain ids PreScore gathered).
 
 ``_Scoring`` holds these extension points; the plugin class (``plugin.py``) mixes it in, as
 upstream's methods of ``*PodTopologySpread`` in this file.
@@ -61,7 +62,7 @@ from ksched.scheduler.plugins.podtopologyspread.common import (
     _count_matching,
 )
 
-__all__ = ["DOMAIN_NORMALIZE", "FUSED_PRESCORE", "KEYED_CANDIDATES", "PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
+__all__ = ["CANDIDATE_DOMAINS", "DOMAIN_NORMALIZE", "FUSED_PRESCORE", "KEYED_CANDIDATES", "PRE_SCORE_STATE_KEY", "topology_normalizing_weight"]
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
@@ -94,6 +95,12 @@ _DOMAIN_NORMALIZE_MAX = 32
 # tests/scheduler/plugins/podtopologyspread/test_podtopologyspread_fused_prescore.py).
 FUSED_PRESCORE = True
 _FUSED_MAX = 32
+
+# Score of one domain-scoped constraint on PreScore's candidates (the DOMAIN_NORMALIZE case)
+# takes the candidates' domain ids PreScore gathered (``_PreScoreState.candidates``) instead of
+# gathering them again from the same rows of the same nodes; False: gathered again (the
+# reference, tests/scheduler/plugins/podtopologyspread/test_podtopologyspread_fused_prescore.py).
+CANDIDATE_DOMAINS = True
 
 
 class _PreScoreState(StateData):
@@ -131,10 +138,10 @@ class _PreScoreState(StateData):
             self.terms.append(_terms(cnt, w, float(c.max_skew - 1)))
         if len(constraints) == 1 and self.terms[0] is not None and self.rounded is None:
             self.rounded = _round_half_away(self.terms[0])
-        # DOMAIN_NORMALIZE: (candidate rows, id of the snapshot, its nodes_generation) when the
-        # seeded domains are exactly the candidates' domains (set by PreScore), and Score's
-        # (rows, domain ids by row, scores returned) for them.
-        self.candidates: tuple[np.ndarray, int, int] | None = None
+        # DOMAIN_NORMALIZE: (candidate rows, id of the snapshot, its nodes_generation, their
+        # domain ids) when the seeded domains are exactly the candidates' domains (set by
+        # PreScore), and Score's (rows, domain ids by row, scores returned) for them.
+        self.candidates: tuple[np.ndarray, int, int, np.ndarray] | None = None
         self.scored: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def domain_counts(self, i: int) -> dict[str, int]:
@@ -312,7 +319,8 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
         ps = _PreScoreState(constraints, counts, weights, ignored_rows, ignored_names, pod.namespace, fused)
         if require_all and not any_ignored and ps.rounded is not None:
             # The seeded domains are the candidates' domains (DOMAIN_NORMALIZE).
-            ps.candidates = (frows, id(snapshot), snapshot.nodes_generation)
+            assert doms_f[0] is not None  # (one constraint, not a hostname one: ``rounded``)
+            ps.candidates = (frows, id(snapshot), snapshot.nodes_generation, doms_f[0])
         state.write(PRE_SCORE_STATE_KEY, ps)
         return None
 
@@ -353,11 +361,15 @@ class _Scoring(PreScorePlugin, ScorePlugin, VectorizedScore, ScoreExtensions):
             raise RuntimeError(s.message())
         constraints = s.constraints
         if s.rounded is not None:
-            d = _domain_rows(snapshot, constraints[0].topology_key)[rows]
-            out = _gather(s.rounded, d)
             cand = s.candidates
-            if (cand is not None and rows is cand[0] and id(snapshot) == cand[1]
-                    and snapshot.nodes_generation == cand[2]):
+            same = (cand is not None and rows is cand[0] and id(snapshot) == cand[1]
+                    and snapshot.nodes_generation == cand[2])
+            if same and CANDIDATE_DOMAINS:
+                d = cand[3]  # type: ignore[index]
+            else:
+                d = _domain_rows(snapshot, constraints[0].topology_key)[rows]
+            out = _gather(s.rounded, d)
+            if same:
                 s.scored = (rows, d, out)
         else:
             # Summed in constraint order, as upstream adds each term to the node's float score.
