@@ -3,6 +3,7 @@ objects handed out are the store's immutable objects)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ksched.api.labels import FieldSelector, LabelSelector
@@ -61,6 +62,12 @@ class InProcessClient:
               owned: bool = False) -> KubeObject:
         """``owned``: the caller built the patch for this call alone (``Store.patch``)."""
         return self.store.patch(kind, namespace, name, patch, content_type, subresource, owned=owned)
+
+    def pod_status_writer(self) -> Callable[[str, str, dict[str, Any]], KubeObject]:
+        """``write(namespace, name, status)``: ``patch("Pod", namespace, name, {"status": status},
+        subresource="status", owned=True)`` (``Store.patch_pod_status``) -- the kubelet's status
+        writes (``ksched.kubelet.fake.DIRECT_STATUS_WRITE``)."""
+        return self.store.patch_pod_status
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None,
                uid: str | None = None, propagation_policy: str | None = None,

@@ -1138,6 +1138,20 @@ class Store:
         self._written()
         return obj
 
+    def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> KubeObject:
+        """``patch("Pod", namespace, name, {"status": status}, MERGE_PATCH, "status", owned=True)``
+        (``status`` handed over as there): the kubelet's status writes, one a pod at least,
+        without the generic entry's checks of what this call fixes (the kind, subresource,
+        content type, the patch's shape) and the patch wrapped around ``status``. The same
+        outcome: a write ``_patch_pod_status`` takes is that path's, anything else is ``patch``."""
+        if self.direct_pod_status and type(status) is dict:
+            with self._lock:
+                written = self._patch_pod_status(namespace, name, status)
+            if written is not None:
+                self._written()
+                return written
+        return self.patch("Pod", namespace, name, {"status": status}, MERGE_PATCH, "status", owned=True)
+
     def _patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> Pod | None:
         """``pods/status`` merge patch ``{"status": status}`` handed over (``owned``) whose values
         are plain (none is an object: no nested merge) on a stored pod that is not being deleted

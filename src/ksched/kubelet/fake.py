@@ -86,6 +86,14 @@ OOM_ONLY_WITH_USAGE = True
 # (the reference; tests/kubelet/test_fused_admission.py holds both to the same answers).
 FUSED_ADMISSION = True
 
+# ``_patch_status`` writes through the in-process client's ``pod_status_writer``
+# (``Store.patch_pod_status``: the same write without the generic patch entry's checks, the
+# ``{"status": ...}`` wrapper and the client's call) when the client's class has one and keeps its
+# ``patch`` (``_status_writer``: looked up on the class, so a wrapper forwarding attributes does
+# not qualify); False: ``client.patch`` (the
+# reference; tests/kubelet/test_direct_status_write.py runs both).
+DIRECT_STATUS_WRITE = True
+
 START, EXIT, RESTART, STOP, OOM, EVICTED = "start", "exit", "restart", "stop", "oom", "evicted"
 OOM_EXIT_CODE = 137
 _NODE_INDEX = "kubelet-node"
@@ -104,6 +112,19 @@ class _Run:
     stopping: bool = False
     admitted: bool = False  # the node's admit handlers let it run
     evicting: tuple[str, bool] | None = None  # the eviction's message, and whether the containers are killed
+
+
+def _status_writer(client: Any) -> Callable[[str, str, dict[str, Any]], Any] | None:
+    """The client's ``pod_status_writer()`` (``DIRECT_STATUS_WRITE``) when its class has one and
+    does not override the ``patch`` of the class that defines it (a client that watches or
+    changes its patches gets them all); else None."""
+    cls = type(client)
+    for klass in cls.__mro__:
+        if "pod_status_writer" in vars(klass):
+            if getattr(cls, "patch", None) is not getattr(klass, "patch", None):
+                return None
+            return client.pod_status_writer()  # type: ignore[no-any-return]
+    return None
 
 
 class FakeKubelet:
@@ -125,6 +146,7 @@ class FakeKubelet:
         # The in-process client takes the status patches over (no copy): they are built anew for
         # each write, from parts nothing mutates.
         self._owned = {"owned": True} if hasattr(client, "store") else {}
+        self._write_status = _status_writer(client)
         self.heartbeats = NodeHeartbeats(client, clock, lazy=lazy_leases)
         self.pressure = NodePressure(self, eviction_configs)
         self._deferred: dict[str, list[tuple[str, str, str]]] = {}  # down node -> (action, key, uid)
@@ -514,6 +536,10 @@ class FakeKubelet:
         return n + self.pressure.step()
 
     def _patch_status(self, pod: Pod, status: dict[str, Any]) -> None:
+        write = self._write_status
+        if write is not None and DIRECT_STATUS_WRITE:
+            write(pod.namespace, pod.name, status)
+            return
         self.client.patch("Pod", pod.namespace, pod.name, {"status": status}, "application/merge-patch+json",
                           "status", **self._owned)
 
