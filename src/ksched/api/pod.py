@@ -2,7 +2,7 @@
 
 ``Pod.lean`` decodes a pod in two steps: at once what a bound pod in the scheduler's cache is
 read for (metadata, node, containers and their requests and ports, init containers, overhead,
-pod-level resources, volumes, affinity, phase), and the rest (tolerations, topology spread
+pod-level resources, volumes, affinity, phase, the OS field), and the rest (tolerations, topology spread
 constraints, scheduling gates, priority, conditions, ...) on first access of any of it. Informers
 listing thousands of bound pods (a scheduler's restart) skip a third of the decoding that way;
 the attributes read are the same as ``Pod(raw)``'s (a test compares every one). Until then the
@@ -33,6 +33,7 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "resource_map",
+    "spec_os_name",
     "resource_units",
 ]
 
@@ -162,6 +163,22 @@ class TopologySpreadConstraint:
         self.node_taints_policy: str = d.get("nodeTaintsPolicy") or "Ignore"
 
 
+# ``Pod.os_name`` when the manifest's ``spec.os`` is set but not a map (an invalid manifest): a
+# reader reads the manifest itself (and fails as it would have).
+OS_NAME_UNPARSED: Any = object()
+
+
+def spec_os_name(spec: Mapping[str, Any]) -> Any:
+    """``((spec.get("os") or {}).get("name"))`` -- ``spec.os.name`` as the kubelet's admission
+    reads it, None when absent -- or ``OS_NAME_UNPARSED`` where that expression would fail."""
+    os_ = spec.get("os")
+    if not os_:
+        return None
+    if type(os_) is dict:
+        return os_.get("name")
+    return OS_NAME_UNPARSED
+
+
 # What Pod.lean leaves for first access (Pod._decode_rest sets exactly these).
 _DECODED_LATER = frozenset({
     "conditions", "host_network", "node_selector", "nominated_node_name", "preemption_policy", "priority",
@@ -187,6 +204,7 @@ class Pod(KubeObject):
         "node_name",
         "node_selector",
         "nominated_node_name",
+        "os_name",
         "overhead",
         "phase",
         "pod_level_requests",
@@ -235,6 +253,7 @@ class Pod(KubeObject):
         for k, v in resource_map(pod_res.get("limits")).items():
             plr.setdefault(k, v)
         self.pod_level_requests: dict[str, int] = plr
+        self.os_name: Any = spec_os_name(spec)
         phase: str = status.get("phase") or PHASE_PENDING
         self.phase = phase
         self._terminal: bool = phase in (PHASE_SUCCEEDED, PHASE_FAILED)
@@ -323,6 +342,7 @@ class Pod(KubeObject):
         for k, v in resource_map(pod_res.get("limits")).items():
             plr.setdefault(k, v)
         new.pod_level_requests = plr
+        new.os_name = spec_os_name(spec)
         phase = new.phase = status.get("phase") or PHASE_PENDING
         new._terminal = phase in (PHASE_SUCCEEDED, PHASE_FAILED)
         new._decode_rest(spec, status, self)
@@ -354,6 +374,7 @@ class Pod(KubeObject):
         new.init_containers = self.init_containers
         new.overhead = self.overhead
         new.pod_level_requests = self.pod_level_requests
+        new.os_name = spec_os_name(spec)
         phase = new.phase = status.get("phase") or PHASE_PENDING
         new._terminal = phase in (PHASE_SUCCEEDED, PHASE_FAILED)
         new.node_selector = spec.get("nodeSelector") or {}

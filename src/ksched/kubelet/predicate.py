@@ -21,7 +21,9 @@ pod-level requests, affinity and node selector, shared by the replicas of one te
 OS label and field) asks for native resources only, has no OS label or field, no node selector
 or required node affinity, on a node without NoExecute taints, has its OS and after-resources
 checks pass by construction, so only the pod count and the template's requests (kept with the
-resource names in the fit check's order) are checked (``tests/kubelet/test_admit_by_template.py``).
+resource names in the fit check's order) are checked (``tests/kubelet/test_admit_by_template.py``);
+with ``PARSED_OS_NAME`` it reads the OS field as parsed with the pod (``Pod.os_name``), not from
+the manifest (``tests/kubelet/test_parsed_os_name.py``).
 
 Divergences: critical-pod preemption (``pkg/kubelet/preemption``) is not simulated (a critical
 pod that does not fit is refused like any other); the node's OS is its ``kubernetes.io/os`` label
@@ -36,7 +38,7 @@ from typing import Any
 
 from ksched.api.accounting import host_port_conflict
 from ksched.api.node import Node
-from ksched.api.pod import Pod
+from ksched.api.pod import OS_NAME_UNPARSED, Pod
 from ksched.api.resource import is_dra_extended_resource_name
 from ksched.api.resources import pod_requests
 from ksched.api.taints import NO_EXECUTE, find_untolerated_taint
@@ -220,6 +222,12 @@ class _Template:
 # taints, from what it worked out for the template (``admit_by_template``); False: every check
 # for every pod (``admit_each_check``, the reference).
 ADMIT_BY_TEMPLATE = True
+# ``admit_by_template`` reads the pod's ``spec.os.name`` as parsed with its spec (``Pod.os_name``)
+# rather than from the manifest: by the time the kubelet starts a pod, the manifest's spec map
+# was last read at the binding, thousands of pods earlier (two cold maps a pod, ~1 us). The
+# manifest still where the parsed value is ``OS_NAME_UNPARSED``. False: the manifest (the
+# reference; tests/kubelet/test_parsed_os_name.py).
+PARSED_OS_NAME = True
 _TEMPLATES_MAX = 4096  # templates kept: forgotten all at once when full
 _templates: dict[int, _Template] = {}  # id(pod.containers) -> its template (which holds them)
 
@@ -291,7 +299,12 @@ class PredicateAdmitHandler:
         if other_requests is None:
             return None
         os_label = pod.labels.get(LABEL_OS)
-        os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
+        if PARSED_OS_NAME:
+            os_name = pod.os_name
+            if os_name is OS_NAME_UNPARSED:
+                os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
+        else:
+            os_name = ((pod.raw.get("spec") or {}).get("os") or {}).get("name")
         t = _template(pod, os_label, os_name)
         if t.host_ports:
             return None
