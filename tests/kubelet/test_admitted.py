@@ -41,6 +41,7 @@ class _Checked:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.checks = 0
+        self.others_checks = 0
         kept_pods = FakeKubelet.admitted_pods
         step = FakeKubelet.step
 
@@ -60,8 +61,20 @@ class _Checked:
                 self.check(k, n)
             return out
 
+        others = AdmittedPods.others
+
+        def checked_others(a: AdmittedPods, node_name: str, key: str, uid: str) -> tuple[int, Any]:
+            # (fake.ONE_OTHERS_LOOKUP: the one call is the two reads it replaces)
+            got = others(a, node_name, key, uid)
+            assert got[0] == a.count(node_name, but=uid)
+            assert got[1] == (None if key in a else a.requested(node_name))
+            assert got[1] is None or got[1] is a.requested(node_name) or not got[1]
+            self.others_checks += 1
+            return got
+
         monkeypatch.setattr(FakeKubelet, "admitted_pods", admitted_pods)
         monkeypatch.setattr(FakeKubelet, "step", checked_step)
+        monkeypatch.setattr(AdmittedPods, "others", checked_others)
 
     def check(self, k: FakeKubelet, node: str) -> None:
         if k._admitted is None:
@@ -151,6 +164,7 @@ def test_kept_pods_agree_with_the_informer_at_every_use(monkeypatch: pytest.Monk
         checked = _Checked(m)
         fast = _cluster(True, pods, events, seed)
         assert checked.checks > 0
+        assert checked.others_checks > 0 or not pods
     ref = _cluster(False, pods, events, seed)
     assert _outcome(fast) == _outcome(ref)
 

@@ -7,7 +7,10 @@ has anything to watch (``pressure.QUICK_KICK``), the OOM kill looked for only in
 annotations (``fake.OOM_ONLY_WITH_USAGE``), the admitted pods' request sums read per template
 (``admitted.TEMPLATE_REQUESTS``), node11's timer queue with one FIFO per due time
 (``timers.BUCKETED_TIMERS``), and kub13's admission asking only the predicate handler where the
-rest of the default chain admits by construction (``fake.FUSED_ADMISSION``). The node-side
+rest of the default chain admits by construction (``fake.FUSED_ADMISSION``), and pod14's
+admission reading the node's other pods in one call (``fake.ONE_OTHERS_LOOKUP``), status
+writes straight to the store (``fake.DIRECT_STATUS_WRITE``) and the OS field as parsed
+(``predicate.PARSED_OS_NAME``). The node-side
 benchmark's day (usage, pressure, evictions, node failures, a drain) and a realistic directory
 end with the same history, usage samples, passes, pods, nodes and Leases, and the same report."""
 
@@ -26,7 +29,8 @@ from ksched.sim.realistic import generate
 
 FLAGS = ((predicate, "ADMIT_BY_TEMPLATE"), (rt, "SHARE_CONDITION_LISTS"), (rt, "STAMP_RUNNING_STATUSES"),
          (pressure, "QUICK_KICK"), (fake, "OOM_ONLY_WITH_USAGE"), (admitted, "TEMPLATE_REQUESTS"),
-         (timers, "BUCKETED_TIMERS"), (fake, "FUSED_ADMISSION"))
+         (timers, "BUCKETED_TIMERS"), (fake, "FUSED_ADMISSION"), (fake, "ONE_OTHERS_LOOKUP"),
+         (fake, "DIRECT_STATUS_WRITE"), (predicate, "PARSED_OS_NAME"))
 
 
 def _set(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:

@@ -109,6 +109,19 @@ class AdmittedPods:
             return sum(1 for p in entry.pods.values() if p.uid != but)
         return len(entry.pods)
 
+    def others(self, node_name: str, key: str, uid: str) -> tuple[int, dict[str, int] | None]:
+        """``(count(node_name, but=uid), None if key in self else requested(node_name))``: what the
+        kubelet's admission of pod ``key`` (of uid ``uid``) on ``node_name`` reads of the node's
+        other pods, in one call (``ksched.kubelet.fake.ONE_OTHERS_LOOKUP``)."""
+        entry = self._nodes.get(node_name)
+        if entry is None:
+            return 0, None if key in self._node_of else {}
+        if uid and uid in entry.uids:
+            count = sum(1 for p in entry.pods.values() if p.uid != uid)
+        else:
+            count = len(entry.pods)
+        return count, None if key in self._node_of else entry.requested
+
     def requested(self, node_name: str) -> dict[str, int]:
         """The sum of the node's admitted pods' requests (resources summing to 0 may be absent)."""
         entry = self._nodes.get(node_name)

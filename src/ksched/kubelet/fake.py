@@ -94,6 +94,12 @@ FUSED_ADMISSION = True
 # reference; tests/kubelet/test_direct_status_write.py runs both).
 DIRECT_STATUS_WRITE = True
 
+# ``_admit`` reads the node's other pods' count and request sum in one ``AdmittedPods.others``
+# call (nothing changes the kept pods between the reference's reads of the two); False:
+# ``_others_requested`` and ``AdmittedPods.count`` where each is read (the reference;
+# tests/kubelet/test_admitted.py, tests/sim/test_kubelet_start_flags_agree.py).
+ONE_OTHERS_LOOKUP = True
+
 START, EXIT, RESTART, STOP, OOM, EVICTED = "start", "exit", "restart", "stop", "oom", "evicted"
 OOM_EXIT_CODE = 137
 _NODE_INDEX = "kubelet-node"
@@ -422,7 +428,11 @@ class FakeKubelet:
         if admitted is None or not self.admit_without_pods:
             return chain.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
                                                   self._others_requested(pod)))
-        others_requested = self._others_requested(pod)
+        if ONE_OTHERS_LOOKUP:
+            count, others_requested = admitted.others(node_name, pod.key, pod.uid)
+        else:
+            others_requested = self._others_requested(pod)
+            count = -1  # (counted where read, as the reference)
         if FUSED_ADMISSION and self._fusable:
             hs = chain.handlers
             if len(hs) == 4:
@@ -432,7 +442,8 @@ class FakeKubelet:
                         and cm.kubelet is self and not self.node_managers.manages(node_name)
                         and type(gpu) is GpuShareAdmitHandler and ANNOTATION_GPU_MILLI not in ann
                         and ANNOTATION_GPU_COUNT not in ann and type(pred) is PredicateAdmitHandler):
-                    count = admitted.count(node_name, but=pod.uid)
+                    if count < 0:
+                        count = admitted.count(node_name, but=pod.uid)
                     if node is not None and predicate.ADMIT_BY_TEMPLATE \
                             and pred.get_node is self._node_getters.get(node_name):
                         result = pred.admit_by_template(pod, count, others_requested, node)
@@ -443,7 +454,7 @@ class FakeKubelet:
                     return pred.admit(PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)),
                                                          others_requested))
         return chain.admit_without_pods(
-            pod, admitted.count(node_name, but=pod.uid), others_requested,
+            pod, count if count >= 0 else admitted.count(node_name, but=pod.uid), others_requested,
             lambda: PodAdmitAttributes(pod, tuple(self.admitted_pods(node_name, but=pod.uid)), others_requested))
 
     def container_manager_admit(self, attrs: PodAdmitAttributes) -> PodAdmitResult:
