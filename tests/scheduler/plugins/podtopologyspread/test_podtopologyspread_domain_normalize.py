@@ -8,6 +8,7 @@ the framework runs them (NormalizeScore on the array Score returned) and per nod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -61,35 +62,46 @@ def _set(on: bool) -> None:
     scoring.DOMAIN_NORMALIZE = on
 
 
-def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
+def score_cycle(r: PluginRunner, pod: Any, rows: np.ndarray) -> Any:
     """PreScore, Score and NormalizeScore as the framework runs them (NormalizeScore on the
-    array Score returned, the NodeList PreScore had), and per node."""
+    array Score returned, the NodeList PreScore had), and per node: ("status", code, reasons)
+    when PreScore returns a status, else (PreScore's state, the raw scores as Score returned
+    them, the per-node scores, the normalized array, the normalized per-node array). Shared with
+    test_podtopologyspread_fused_prescore."""
+    pl = r.fw.plugins["PodTopologySpread"]
+    nodes = r.snapshot.node_list(rows)
+    state = CycleState()
+    st_ = pl.pre_score(state, pod, nodes)  # type: ignore[attr-defined]
+    if st_ is not None:
+        return ("status", st_.code, st_.reasons)
+    s = state.get(PRE_SCORE_STATE_KEY)
+    raw = pl.score_nodes(state, pod, r.snapshot, nodes.rows)  # type: ignore[attr-defined]
+    per = [pl.score(state, pod, ni)[0] for ni in nodes]  # type: ignore[attr-defined]
+    raw_list = np.asarray(raw).tolist()
+    pl.normalize_score(state, pod, nodes, raw)  # type: ignore[attr-defined]
+    per_arr = np.asarray(per, dtype=np.int64)
+    pl.normalize_score(state, pod, nodes, per_arr)  # type: ignore[attr-defined]
+    return s, raw_list, per, np.asarray(raw).tolist(), per_arr.tolist()
+
+
+def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
     saved = scoring.KEYED_CANDIDATES, scoring.DOMAIN_NORMALIZE
     _set(on)
     try:
-        pl = r.fw.plugins["PodTopologySpread"]
-        nodes = r.snapshot.node_list(rows)
-        state = CycleState()
-        st_ = pl.pre_score(state, pod, nodes)  # type: ignore[attr-defined]
-        if st_ is not None:
-            return ("status", st_.code, st_.reasons)
-        s = state.get(PRE_SCORE_STATE_KEY)
-        raw = pl.score_nodes(state, pod, r.snapshot, nodes.rows)  # type: ignore[attr-defined]
-        per = [pl.score(state, pod, ni)[0] for ni in nodes]  # type: ignore[attr-defined]
-        raw_list = np.asarray(raw).tolist()
-        pl.normalize_score(state, pod, nodes, raw)  # type: ignore[attr-defined]
-        per_arr = np.asarray(per, dtype=np.int64)
-        pl.normalize_score(state, pod, nodes, per_arr)  # type: ignore[attr-defined]
+        got = score_cycle(r, pod, rows)
+        if got[0] == "status":
+            return got
+        s, raw_list, per, raw, per_arr = got
         return ([s.domain_counts(i) for i in range(len(s.constraints))], s.weights, sorted(s.ignored_names),
-                np.flatnonzero(s.ignored_rows).tolist(), s.any_ignored, raw_list, per,
-                np.asarray(raw).tolist(), per_arr.tolist())
+                np.flatnonzero(s.ignored_rows).tolist(), s.any_ignored, raw_list, per, raw, per_arr)
     finally:
         scoring.KEYED_CANDIDATES, scoring.DOMAIN_NORMALIZE = saved
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_keyed_and_domain_normalize_agree_with_the_reference(data: Any) -> None:
+def random_cycles_agree(data: Any, cycle: Callable[[PluginRunner, Any, np.ndarray, bool], Any]) -> None:
+    """On a random cluster changed step by step (System or List defaulting, nodes with or
+    without the keys), ``cycle(runner, pod, rows, on)`` gives the same with the flags on and off
+    for random incoming pods and candidate rows. Shared with test_podtopologyspread_fused_prescore."""
     keyed = data.draw(st.booleans())
     nodes = [make_node(f"n{i}", labels=data.draw(_node_labels(keyed))) for i in range(data.draw(st.integers(1, 10)))]
     pods = [make_pod(f"e{j}", data.draw(st.sampled_from(NAMESPACES)), labels=data.draw(pod_labels),
@@ -113,9 +125,15 @@ def test_keyed_and_domain_normalize_agree_with_the_reference(data: Any) -> None:
             picked = data.draw(st.lists(st.integers(0, len(order) - 1), min_size=1, max_size=len(order),
                                         unique=True))
             rows = order[np.asarray(sorted(picked), dtype=np.int64)]
-            fast = _cycle(r, pod, rows, True)
-            ref = _cycle(r, pod, rows, False)
+            fast = cycle(r, pod, rows, True)
+            ref = cycle(r, pod, rows, False)
             assert fast == ref
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_keyed_and_domain_normalize_agree_with_the_reference(data: Any) -> None:
+    random_cycles_agree(data, _cycle)
 
 
 def test_domain_normalize_is_taken_and_agrees() -> None:

@@ -13,19 +13,13 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduler.plugins.podtopologyspread.test_podtopologyspread_counts import (
-    NAMESPACES,
-    _Cluster,
-    pod_labels,
-)
 from tests.scheduler.plugins.podtopologyspread.test_podtopologyspread_domain_normalize import (
-    _incoming,
-    _node_labels,
+    random_cycles_agree,
+    score_cycle,
 )
 
-from ksched.scheduler.framework.cycle_state import CycleState
-from ksched.scheduler.plugins.podtopologyspread import PRE_SCORE_STATE_KEY, scoring
-from ksched.testing import PluginRunner, make_node, make_pod
+from ksched.scheduler.plugins.podtopologyspread import scoring
+from ksched.testing import PluginRunner
 
 _weights = st.one_of(st.integers(min_value=0, max_value=5000).map(scoring.topology_normalizing_weight),
                      st.floats(min_value=0.0, max_value=1e6, allow_nan=False))
@@ -62,23 +56,14 @@ def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
     saved = scoring.FUSED_PRESCORE, scoring.CANDIDATE_DOMAINS
     scoring.FUSED_PRESCORE = scoring.CANDIDATE_DOMAINS = on
     try:
-        pl = r.fw.plugins["PodTopologySpread"]
-        nodes = r.snapshot.node_list(rows)
-        state = CycleState()
-        st_ = pl.pre_score(state, pod, nodes)  # type: ignore[attr-defined]
-        if st_ is not None:
-            return ("status", st_.code, st_.reasons)
-        s = state.get(PRE_SCORE_STATE_KEY)
-        raw = pl.score_nodes(state, pod, r.snapshot, nodes.rows)  # type: ignore[attr-defined]
-        per = [pl.score(state, pod, ni)[0] for ni in nodes]  # type: ignore[attr-defined]
-        raw_list = np.asarray(raw).tolist()
-        pl.normalize_score(state, pod, nodes, raw)  # type: ignore[attr-defined]
-        per_arr = np.asarray(per, dtype=np.int64)
-        pl.normalize_score(state, pod, nodes, per_arr)  # type: ignore[attr-defined]
-        return (per_arr.tolist(), [None if c is None else (c.dtype.str, c.tolist()) for c in s.counts],
+        got = score_cycle(r, pod, rows)
+        if got[0] == "status":
+            return got
+        s, raw_list, per, raw, per_arr = got
+        return (per_arr, [None if c is None else (c.dtype.str, c.tolist()) for c in s.counts],
                 [None if t is None else (t.dtype.str, t.tobytes()) for t in s.terms],
                 None if s.rounded is None else (s.rounded.dtype.str, s.rounded.tolist()),
-                s.weights, sorted(s.ignored_names), s.any_ignored, raw_list, per, np.asarray(raw).tolist())
+                s.weights, sorted(s.ignored_names), s.any_ignored, raw_list, per, raw)
     finally:
         scoring.FUSED_PRESCORE, scoring.CANDIDATE_DOMAINS = saved
 
@@ -86,29 +71,4 @@ def _cycle(r: PluginRunner, pod: Any, rows: np.ndarray, on: bool) -> Any:
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_fused_prescore_agrees_with_the_reference(data: Any) -> None:
-    keyed = data.draw(st.booleans())
-    nodes = [make_node(f"n{i}", labels=data.draw(_node_labels(keyed))) for i in range(data.draw(st.integers(1, 10)))]
-    pods = [make_pod(f"e{j}", data.draw(st.sampled_from(NAMESPACES)), labels=data.draw(pod_labels),
-                     node_name=data.draw(st.sampled_from([n.name for n in nodes])))
-            for j in range(data.draw(st.integers(0, 30)))]
-    defaulting = data.draw(st.sampled_from(["System", "List"]))
-    args = {"PodTopologySpread": {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}} \
-        if defaulting == "List" else None
-    r = PluginRunner(["PodTopologySpread"], nodes, pods, args=args)
-    cluster = _Cluster(r, nodes, pods)
-    for _ in range(data.draw(st.integers(1, 6))):
-        for _ in range(data.draw(st.integers(0, 4))):
-            cluster.step(data)
-        r.refresh()
-        order = r.snapshot.order
-        if len(order) == 0:
-            continue
-        for _ in range(data.draw(st.integers(1, 3))):
-            pod = data.draw(_incoming())
-            picked = data.draw(st.lists(st.integers(0, len(order) - 1), min_size=1, max_size=len(order),
-                                        unique=True))
-            rows = order[np.asarray(sorted(picked), dtype=np.int64)]
-            fast = _cycle(r, pod, rows, True)
-            ref = _cycle(r, pod, rows, False)
-            assert fast == ref
+    random_cycles_agree(data, _cycle)
