@@ -20,19 +20,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.scheduler.framework.test_runtime_template_skips import (
-    _cluster,
-    _config,
     _cycle,
     _framework,
     _pod,
     _shapes,
+    simulations_agree_with,
 )
 
-from api_objects import placements
 from ksched.scheduler.framework import runtime
 from ksched.scheduler.framework.cycle_state import CycleState
 from ksched.scheduler.framework.status import Code
-from ksched.sim.simulation import Simulation
 
 
 @settings(max_examples=40, deadline=None)
@@ -109,14 +106,4 @@ def test_runtime_agrees_with_skip_states_off(shapes: list[Any], added: bool, sha
 
 @pytest.mark.parametrize("seed", range(6))
 def test_simulations_agree_with_skip_states_on_and_off(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    nodes, pods = _cluster(seed)
-    got = []
-    for flag in (True, False):
-        monkeypatch.setattr(runtime, "SKIP_STATES", flag)
-        sim = Simulation(_config(seed % 2 == 1, seed % 3 == 1), seed=seed, kubelet=False)
-        assert not sim.load([*nodes, *pods])
-        sim.run()
-        events = sorted((e.reason, e.message) for e in sim.store.items("Event"))  # type: ignore[attr-defined]
-        got.append((placements(sim.store), events))
-    assert got[0] == got[1]
-    assert any(n for n, _ in got[0][0].values())
+    simulations_agree_with("SKIP_STATES", seed, monkeypatch)

@@ -223,12 +223,13 @@ def _cluster(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return nodes, pods
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_simulations_agree_with_the_flag_on_and_off(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def simulations_agree_with(flag: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seeded cluster simulated with ``runtime.<flag>`` on and off: the same placements and
+    events, and some pod placed (shared with test_runtime_skip_states)."""
     nodes, pods = _cluster(seed)
     got = []
-    for flag in (True, False):
-        monkeypatch.setattr(runtime, "TEMPLATE_SKIPS", flag)
+    for on in (True, False):
+        monkeypatch.setattr(runtime, flag, on)
         sim = Simulation(_config(seed % 2 == 1, seed % 3 == 1), seed=seed, kubelet=False)
         assert not sim.load([*nodes, *pods])
         sim.run()
@@ -236,3 +237,8 @@ def test_simulations_agree_with_the_flag_on_and_off(seed: int, monkeypatch: pyte
         got.append((placements(sim.store), events))
     assert got[0] == got[1]
     assert any(n for n, _ in got[0][0].values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_simulations_agree_with_the_flag_on_and_off(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    simulations_agree_with("TEMPLATE_SKIPS", seed, monkeypatch)
